@@ -1,0 +1,47 @@
+"""Engine configuration: one frozen dataclass, built once by the caller (CLI or offline API)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+def default_cache_dir() -> Path:
+    """Where converted GGUF models are kept between starts."""
+    return Path.home() / ".cache" / "agent-gateway" / "models"
+
+
+@dataclass(frozen=True, slots=True)
+class EngineConfig:
+    """Everything the engine core needs to load a model and schedule requests.
+
+    `model` is a Hugging Face folder, a GGUF file, or None for the embedded default model.
+    `max_model_len` None means the model's own context length. `num_kv_blocks` None sizes
+    the pool from `kv_cache_gib`.
+    """
+
+    model: str | None = None
+    max_model_len: int | None = None
+    max_num_seqs: int = 64
+    max_num_batched_tokens: int = 2048
+    block_size: int = 16
+    num_kv_blocks: int | None = None
+    kv_cache_gib: float = 1.0
+    enable_prefix_caching: bool = True
+    device: str | None = None  # None: cuda when torch sees a GPU, else cpu
+    dtype: str | None = None  # None: float32 on cpu, bfloat16 on cuda
+    num_threads: int | None = None  # torch intra-op threads in the core process
+    cache_dir: Path = field(default_factory=default_cache_dir)
+    seed: int = 0
+
+    def validate(self) -> None:
+        """Raises ValueError naming the first field out of range."""
+        for name in ("max_num_seqs", "max_num_batched_tokens", "block_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.max_model_len is not None and self.max_model_len < 1:
+            raise ValueError(f"max_model_len must be >= 1, got {self.max_model_len}")
+        if self.num_kv_blocks is not None and self.num_kv_blocks < 1:
+            raise ValueError(f"num_kv_blocks must be >= 1, got {self.num_kv_blocks}")
+        if self.dtype not in (None, "float32", "bfloat16", "float16"):
+            raise ValueError(f"dtype must be float32, bfloat16 or float16, got {self.dtype!r}")
