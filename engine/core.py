@@ -1,0 +1,146 @@
+"""The engine core: one transaction per step (schedule, execute, absorb), no I/O.
+
+Called by the core process's busy loop, by the in-process client's thread, or directly
+by the offline `LLM`. Requests arrive as `EngineRequest`s; outputs leave as `EngineOutput`s.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass
+
+import torch
+
+from engine.config import EngineConfig
+from engine.kv_cache import KVCacheManager
+from engine.loader import resolve_model
+from engine.loader.weights import load_native_model
+from engine.request import Request
+from engine.runner import ModelRunner
+from engine.scheduler import Scheduler
+from engine.validation import validate_request
+from schemas.engine import EngineOutput, EngineRequest, EngineStats, TokenLogprob
+
+log = logging.getLogger(__name__)
+_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+@dataclass(frozen=True, slots=True)
+class ModelInfo:
+    """Facts about the loaded model that clients need (validation, templates, routing)."""
+
+    name: str
+    path: str
+    max_model_len: int
+    vocab_size: int
+    eos_token_ids: list[int]
+    num_total_blocks: int
+
+
+def eos_token_ids(folder, config: dict) -> list[int]:
+    """EOS ids from config.json and generation_config.json (either may hold a list)."""
+    ids: list[int] = []
+    sources = [config]
+    gen_path = folder / "generation_config.json"
+    if gen_path.is_file():
+        sources.append(json.loads(gen_path.read_text()))
+    for source in sources:
+        value = source.get("eos_token_id")
+        for token_id in value if isinstance(value, list) else [value]:
+            if isinstance(token_id, int) and token_id not in ids:
+                ids.append(token_id)
+    return ids
+
+
+def _num_blocks(config: EngineConfig, kv_shape, dtype: torch.dtype) -> int:
+    if config.num_kv_blocks is not None:
+        return config.num_kv_blocks
+    num_layers, num_kv_heads, head_dim = kv_shape
+    bytes_per_block = 2 * num_layers * config.block_size * num_kv_heads * head_dim * dtype.itemsize
+    return max(1, int(config.kv_cache_gib * (1 << 30) // bytes_per_block))
+
+
+class EngineCore:
+    """Holds the scheduler, KV cache manager and model runner of one engine instance."""
+
+    def __init__(self, config: EngineConfig) -> None:
+        config.validate()
+        files = resolve_model(config.model, config.cache_dir)
+        device = torch.device(config.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        dtype = _DTYPES[config.dtype or ("bfloat16" if device.type == "cuda" else "float32")]
+        if config.num_threads:
+            torch.set_num_threads(config.num_threads)
+        torch.manual_seed(config.seed)
+        model = load_native_model(files.folder, files.config, device, dtype)
+        num_blocks = _num_blocks(config, model.kv_shape, dtype)
+        max_len = min(config.max_model_len or model.args.max_position_embeddings, num_blocks * config.block_size)
+        self.info = ModelInfo(files.name, str(files.folder), max_len, model.args.vocab_size,
+                              eos_token_ids(files.folder, files.config), num_blocks)  # fmt: skip
+        self.kv = KVCacheManager(num_blocks, config.block_size, config.enable_prefix_caching)
+        self.scheduler = Scheduler(self.kv, config.max_num_seqs, config.max_num_batched_tokens, max_len)
+        self.runner = ModelRunner(model, num_blocks, config.block_size, config.max_num_seqs, max_len,
+                                  self.info.eos_token_ids, device, dtype)  # fmt: skip
+        self.num_prompt_tokens = 0
+        self.num_generation_tokens = 0
+
+    def add_request(self, req: EngineRequest) -> EngineOutput | None:
+        """Queues a request; returns an error output instead when it is invalid."""
+        try:
+            validate_request(req.prompt_token_ids, req.params, self.info.vocab_size, self.info.max_model_len)
+        except ValueError as exc:
+            return EngineOutput(request_id=req.request_id, new_token_ids=[], finish_reason="error", error=str(exc))
+        if req.request_id in self.scheduler.requests:
+            return EngineOutput(request_id=req.request_id, new_token_ids=[], finish_reason="error",
+                                error=f"request_id: {req.request_id!r} is already running")  # fmt: skip
+        max_tokens = req.params.max_tokens or self.info.max_model_len - len(req.prompt_token_ids)
+        self.scheduler.add(
+            Request(req.request_id, list(req.prompt_token_ids), req.params, max_tokens,
+                    frozenset(self.info.eos_token_ids), req.arrival_time or time.time(), req.priority)  # fmt: skip
+        )
+        self.num_prompt_tokens += len(req.prompt_token_ids)
+        return None
+
+    def abort(self, request_ids: list[str]) -> None:
+        for request_id in request_ids:
+            request = self.scheduler.requests.get(request_id)
+            if request is not None:
+                self.scheduler.finish(request, "abort")
+
+    def has_work(self) -> bool:
+        return self.scheduler.has_work()
+
+    def step(self) -> list[EngineOutput]:
+        """Schedules and runs one step; returns the outputs of requests that got a token."""
+        plan = self.scheduler.schedule()
+        result = self.runner.execute(plan)
+        outputs = []
+        for request in self.scheduler.update(plan, result.token_ids):
+            lp = result.logprobs.get(request.request_id)
+            outputs.append(
+                EngineOutput(
+                    request_id=request.request_id,
+                    new_token_ids=[request.all_token_ids[-1]],
+                    new_logprobs=[TokenLogprob(request.all_token_ids[-1], *lp)] if lp else None,
+                    finish_reason=request.finish_reason,
+                    stop_reason=request.stop_reason,
+                    num_cached_tokens=max(request.num_cached_tokens, 0),
+                )
+            )
+        self.num_generation_tokens += len(outputs)
+        return outputs
+
+    def stats(self) -> EngineStats:
+        return EngineStats(
+            num_running=len(self.scheduler.running),
+            num_waiting=len(self.scheduler.waiting),
+            num_total_blocks=self.kv.num_blocks,
+            num_free_blocks=self.kv.num_free_blocks,
+            kv_usage=self.kv.usage,
+            prefix_cache_queries=self.kv.num_queried_tokens,
+            prefix_cache_hits=self.kv.num_hit_tokens,
+            num_preemptions=self.scheduler.num_preemptions,
+            num_prompt_tokens=self.num_prompt_tokens,
+            num_generation_tokens=self.num_generation_tokens,
+        )

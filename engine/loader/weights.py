@@ -1,0 +1,35 @@
+"""Reads safetensors weights by name and builds the native model on the target device."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import torch
+
+from engine.models import build_model
+
+
+def iter_safetensors(folder: Path) -> Iterator[tuple[str, torch.Tensor]]:
+    from safetensors import SafetensorError, safe_open
+
+    files = sorted(folder.glob("*.safetensors"))
+    if not files:
+        raise ValueError(f"model: no .safetensors files in {folder}")
+    for file in files:
+        try:
+            with safe_open(str(file), framework="pt") as f:
+                for name in f.keys():
+                    yield name, f.get_tensor(name)
+        except (SafetensorError, OSError) as exc:
+            raise ValueError(f"model: corrupt weights file {file.name} ({exc})") from None
+
+
+def load_native_model(folder: Path, config: dict, device: torch.device, dtype: torch.dtype) -> torch.nn.Module:
+    """Builds the model for `config` and fills it from the folder's safetensors."""
+    with torch.device("meta"):
+        build_model(config)  # fail fast on an unsupported architecture, before allocating
+    with torch.device(device):
+        model = build_model(config)
+    model.load_weights(iter_safetensors(folder))
+    return model.to(dtype=dtype).eval()

@@ -1,0 +1,175 @@
+"""Native Llama-family decoder (Llama, SmolLM2, Mistral, Qwen2 with QKV bias, Qwen3 with q/k norm).
+
+Written for one flattened batch of tokens: prefill chunks and decodes mixed, explicit
+positions, attention through block tables. q/k/v and gate/up projections are fused into
+single matmuls; `load_weights` maps the Hugging Face names onto the fused layout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from kernels import AttentionMetadata, apply_rotary, paged_attention, rms_norm, rotary_cos_sin, silu_and_mul
+from kernels.attention import write_kv_cache
+
+
+@dataclass(frozen=True, slots=True)
+class LlamaArgs:
+    """The architecture facts a Llama-family model needs, read from a HF config.json."""
+
+    vocab_size: int
+    hidden_size: int
+    intermediate_size: int
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    rms_norm_eps: float
+    rope_theta: float
+    rope_scaling: float
+    max_position_embeddings: int
+    tie_word_embeddings: bool
+    qkv_bias: bool
+    qk_norm: bool
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, size: int, eps: float) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(size))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return rms_norm(x, self.weight, self.eps)
+
+
+class Attention(nn.Module):
+    def __init__(self, args: LlamaArgs) -> None:
+        super().__init__()
+        self.num_heads, self.num_kv_heads, self.head_dim = args.num_heads, args.num_kv_heads, args.head_dim
+        self.q_size = args.num_heads * args.head_dim
+        self.kv_size = args.num_kv_heads * args.head_dim
+        self.qkv_proj = nn.Linear(args.hidden_size, self.q_size + 2 * self.kv_size, bias=args.qkv_bias)
+        self.o_proj = nn.Linear(self.q_size, args.hidden_size, bias=False)
+        self.q_norm = RMSNorm(args.head_dim, args.rms_norm_eps) if args.qk_norm else None
+        self.k_norm = RMSNorm(args.head_dim, args.rms_norm_eps) if args.qk_norm else None
+        self.scale = args.head_dim**-0.5
+
+    def forward(self, x, cos, sin, kv_cache: tuple[torch.Tensor, torch.Tensor], meta: AttentionMetadata):
+        num_tokens = x.shape[0]
+        q, k, v = self.qkv_proj(x).split([self.q_size, self.kv_size, self.kv_size], dim=-1)
+        q = q.view(num_tokens, self.num_heads, self.head_dim)  # [num_tokens, num_heads, head_dim]
+        k = k.view(num_tokens, self.num_kv_heads, self.head_dim)
+        v = v.view(num_tokens, self.num_kv_heads, self.head_dim)
+        if self.q_norm is not None:
+            q, k = self.q_norm(q), self.k_norm(k)
+        q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
+        k_cache, v_cache = kv_cache
+        write_kv_cache(k, v, k_cache, v_cache, meta.slot_mapping)
+        out = paged_attention(q, k_cache, v_cache, meta, self.scale)
+        return self.o_proj(out.reshape(num_tokens, self.q_size))
+
+
+class MLP(nn.Module):
+    def __init__(self, args: LlamaArgs) -> None:
+        super().__init__()
+        self.gate_up_proj = nn.Linear(args.hidden_size, 2 * args.intermediate_size, bias=False)
+        self.down_proj = nn.Linear(args.intermediate_size, args.hidden_size, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down_proj(silu_and_mul(self.gate_up_proj(x)))
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, args: LlamaArgs) -> None:
+        super().__init__()
+        self.input_layernorm = RMSNorm(args.hidden_size, args.rms_norm_eps)
+        self.self_attn = Attention(args)
+        self.post_attention_layernorm = RMSNorm(args.hidden_size, args.rms_norm_eps)
+        self.mlp = MLP(args)
+
+    def forward(self, x, cos, sin, kv_cache, meta):
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin, kv_cache, meta)
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+class LlamaForCausalLM(nn.Module):
+    """The model the runner calls: `forward` gives hidden states, `compute_logits` the logits."""
+
+    def __init__(self, args: LlamaArgs) -> None:
+        super().__init__()
+        self.args = args
+        self.embed_tokens = nn.Embedding(args.vocab_size, args.hidden_size)
+        self.layers = nn.ModuleList(DecoderLayer(args) for _ in range(args.num_layers))
+        self.norm = RMSNorm(args.hidden_size, args.rms_norm_eps)
+        self.lm_head = None if args.tie_word_embeddings else nn.Linear(args.hidden_size, args.vocab_size, bias=False)
+        cos, sin = rotary_cos_sin(args.head_dim, args.max_position_embeddings, args.rope_theta, args.rope_scaling)
+        self.register_buffer("rope_cos", cos, persistent=False)  # [max_positions, head_dim]
+        self.register_buffer("rope_sin", sin, persistent=False)
+
+    @property
+    def kv_shape(self) -> tuple[int, int, int]:
+        """(num_layers, num_kv_heads, head_dim): what the runner allocates the cache for."""
+        return self.args.num_layers, self.args.num_kv_heads, self.args.head_dim
+
+    def forward(self, input_ids, positions, kv_caches, meta: AttentionMetadata) -> torch.Tensor:
+        x = self.embed_tokens(input_ids)  # [num_tokens, hidden]
+        cos, sin = self.rope_cos[positions], self.rope_sin[positions]
+        for layer, kv_cache in zip(self.layers, kv_caches):
+            x = layer(x, cos, sin, kv_cache, meta)
+        return self.norm(x)
+
+    def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        weight = self.embed_tokens.weight if self.lm_head is None else self.lm_head.weight
+        return torch.matmul(hidden, weight.t()).float()  # [num_rows, vocab]
+
+    _FUSED = {"q_proj": ("qkv_proj", 0), "k_proj": ("qkv_proj", 1), "v_proj": ("qkv_proj", 2),
+              "gate_proj": ("gate_up_proj", 0), "up_proj": ("gate_up_proj", 1)}  # fmt: skip
+
+    def load_weights(self, weights: Iterable[tuple[str, torch.Tensor]]) -> None:
+        """Copies HF-named tensors into this model; raises ValueError on a missing or odd tensor."""
+        params = dict(self.named_parameters())
+        loaded: set[str] = set()
+        for name, tensor in weights:
+            name = name.removeprefix("model.")
+            if "rotary_emb" in name or (name == "lm_head.weight" and self.lm_head is None):
+                continue
+            target, shard = name, None
+            for hf_name, (fused, index) in self._FUSED.items():
+                if f".{hf_name}." in name:
+                    target, shard = name.replace(hf_name, fused), index
+            if target not in params:
+                raise ValueError(f"model: unexpected weight {name!r}")
+            self._copy_shard(params[target], tensor, target, shard)
+            loaded.add(target if shard is None else f"{target}:{shard}")
+        self._check_complete(params, loaded)
+
+    def _copy_shard(self, param: nn.Parameter, tensor: torch.Tensor, target: str, shard: int | None) -> None:
+        with torch.no_grad():
+            if shard is None:
+                if param.shape != tensor.shape:
+                    raise ValueError(f"model: weight {target} has shape {tuple(tensor.shape)}, expected {tuple(param.shape)}")
+                param.copy_(tensor)
+                return
+            a = self.args
+            if "qkv" in target:
+                sizes = [a.num_heads * a.head_dim, a.num_kv_heads * a.head_dim, a.num_kv_heads * a.head_dim]
+            else:
+                sizes = [a.intermediate_size, a.intermediate_size]
+            start = sum(sizes[:shard])
+            part = param.narrow(0, start, sizes[shard])
+            if part.shape != tensor.shape:
+                raise ValueError(f"model: weight {target}[{shard}] has shape {tuple(tensor.shape)}, expected {tuple(part.shape)}")
+            part.copy_(tensor)
+
+    def _check_complete(self, params: dict, loaded: set[str]) -> None:
+        for name in params:
+            num_shards = 3 if "qkv_proj" in name else 2 if "gate_up_proj" in name else 0
+            expected = [f"{name}:{i}" for i in range(num_shards)] if num_shards else [name]
+            missing = [key for key in expected if key not in loaded]
+            if missing:
+                raise ValueError(f"model: checkpoint lacks weight {missing[0]}")

@@ -1,0 +1,118 @@
+"""Executes one scheduled step: sync slots, gather inputs by index mapping, forward, sample."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from engine.runner.slots import RequestSlots
+from engine.sampler import SamplingBatch, sample
+from engine.scheduler import SchedulerOutput
+from kernels import build_attention_metadata
+
+
+@dataclass(slots=True)
+class StepResult:
+    """Sampled token per request that reached the end of its known tokens, with logprobs."""
+
+    token_ids: dict[str, int]
+    logprobs: dict[str, tuple[float, list[int], list[float]]]
+
+
+class ModelRunner:
+    """Owns the model, the KV cache tensors and the request slots; called by the engine core."""
+
+    def __init__(self, model, num_blocks: int, block_size: int, max_num_reqs: int, max_model_len: int,
+                 eos_token_ids: list[int], device: torch.device, dtype: torch.dtype) -> None:  # fmt: skip
+        self.model = model
+        self.device = device
+        self.block_size = block_size
+        self.eos_token_ids = eos_token_ids
+        num_layers, num_kv_heads, head_dim = model.kv_shape
+        shape = (num_blocks * block_size, num_kv_heads, head_dim)
+        self.kv_caches = [
+            (torch.zeros(shape, dtype=dtype, device=device), torch.zeros(shape, dtype=dtype, device=device))
+            for _ in range(num_layers)
+        ]
+        self.slots = RequestSlots(max_num_reqs, max_model_len, -(-max_model_len // block_size))
+
+    def _sync(self, plan: SchedulerOutput) -> None:
+        for request_id in plan.freed_req_ids:
+            self.slots.remove(request_id)
+        for new in plan.new_reqs:
+            self.slots.add(new, self.eos_token_ids)
+        for request_id, block_ids in plan.new_block_ids.items():
+            slot = self.slots.slot_of.get(request_id)
+            if slot is not None:
+                self.slots.append_blocks(slot, block_ids)
+
+    def _gather(self, plan: SchedulerOutput, idx: torch.Tensor):
+        num_sched = torch.tensor(plan.num_scheduled_tokens)  # [num_reqs]
+        num_computed = torch.tensor(plan.num_computed_tokens)  # [num_reqs]
+        query_start = torch.cumsum(num_sched, 0) - num_sched  # [num_reqs]
+        token_slot = torch.repeat_interleave(idx, num_sched)  # [num_tokens]
+        offsets = torch.arange(int(num_sched.sum())) - torch.repeat_interleave(query_start - num_computed, num_sched)
+        positions = offsets  # [num_tokens]
+        input_ids = self.slots.token_ids[token_slot, positions]  # [num_tokens]
+        bs = self.block_size
+        slot_mapping = self.slots.block_table[token_slot, positions // bs] * bs + positions % bs  # [num_tokens]
+        seq_lens = (num_computed + num_sched).tolist()
+        block_tables = self.slots.block_table[idx].to(self.device)  # [num_reqs, max_blocks]
+        meta = build_attention_metadata(plan.num_scheduled_tokens, seq_lens, block_tables, slot_mapping.to(self.device), bs)
+        last_rows = (query_start + num_sched - 1).tolist()
+        return input_ids.to(self.device), positions.to(self.device), meta, seq_lens, last_rows
+
+    def _sampling_batch(self, slots: list[int], allowed_mask) -> SamplingBatch:
+        s = self.slots
+        index = torch.tensor(slots)
+        params = [s.params[i] for i in slots]
+        penalties = [
+            (p.presence_penalty, p.frequency_penalty, p.repetition_penalty)
+            if p.presence_penalty or p.frequency_penalty or p.repetition_penalty != 1.0
+            else None
+            for p in params
+        ]
+        num_outputs = [s.num_tokens[i] - s.num_prompt_tokens[i] for i in slots]
+        dev = self.device
+        return SamplingBatch(
+            temperature=s.temperature[index].to(dev),
+            top_k=s.top_k[index].to(dev),
+            top_p=s.top_p[index].to(dev),
+            min_p=s.min_p[index].to(dev),
+            seeds=[p.seed for p in params],
+            output_positions=num_outputs,
+            logit_bias=[p.logit_bias for p in params],
+            suppress_ids=[s.stop_ids[i] if n < p.min_tokens else None for i, n, p in zip(slots, num_outputs, params)],
+            penalties=penalties,
+            penalty_tokens=[tuple(t.to(dev) for t in s.penalty_tokens(i)) if pen else None for i, pen in zip(slots, penalties)],
+            num_logprobs=[p.logprobs for p in params],
+            allowed_mask=allowed_mask,
+        )
+
+    @torch.inference_mode()
+    def execute(self, plan: SchedulerOutput, allowed_masks: dict[str, torch.Tensor] | None = None) -> StepResult:
+        """Runs the plan; `allowed_masks` maps request ids to [vocab] bool grammar masks."""
+        self._sync(plan)
+        if not plan.req_ids:
+            return StepResult({}, {})
+        slots = [self.slots.slot_of[r] for r in plan.req_ids]
+        input_ids, positions, meta, seq_lens, last_rows = self._gather(plan, torch.tensor(slots))
+        hidden = self.model(input_ids, positions, self.kv_caches, meta)  # [num_tokens, hidden]
+        rows = [i for i, slot in enumerate(slots) if seq_lens[i] == self.slots.num_tokens[slot]]
+        if not rows:
+            return StepResult({}, {})
+        logits = self.model.compute_logits(hidden[[last_rows[i] for i in rows]])  # [num_rows, vocab]
+        row_slots = [slots[i] for i in rows]
+        row_ids = [plan.req_ids[i] for i in rows]
+        mask = None
+        if allowed_masks and any(r in allowed_masks for r in row_ids):
+            mask = torch.ones_like(logits, dtype=torch.bool)
+            for j, request_id in enumerate(row_ids):
+                if request_id in allowed_masks:
+                    mask[j] = allowed_masks[request_id].to(self.device)
+        out = sample(logits, self._sampling_batch(row_slots, mask))
+        for slot, token_id in zip(row_slots, out.token_ids):
+            self.slots.append_token(slot, token_id)
+        logprobs = {r: lp for r, lp in zip(row_ids, out.logprobs) if lp is not None}
+        return StepResult(dict(zip(row_ids, out.token_ids)), logprobs)

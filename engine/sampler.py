@@ -1,0 +1,133 @@
+"""The sampler: logits of the rows that produce a token -> one token id each, plus logprobs.
+
+Order: logit bias, min-tokens suppression of stop tokens, penalties, the grammar bitmask,
+then greedy or temperature / top-k / top-p / min-p sampling. A seeded request draws its
+noise from a generator seeded by (seed, output position), so its tokens do not depend on
+what else is in the batch. Logprobs are of the model's raw distribution.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+_GREEDY_EPS = 1e-5
+
+
+@dataclass(slots=True)
+class SamplingBatch:
+    """Per-row sampling inputs, gathered by the runner for one step."""
+
+    temperature: torch.Tensor  # [num_rows] float
+    top_k: torch.Tensor  # [num_rows] long, 0 = off
+    top_p: torch.Tensor  # [num_rows] float
+    min_p: torch.Tensor  # [num_rows] float
+    seeds: list[int | None]
+    output_positions: list[int]  # index of the token each row samples, within its output
+    logit_bias: list[dict[int, float] | None]
+    suppress_ids: list[list[int] | None]  # stop token ids to mask while under min_tokens
+    penalties: list[tuple[float, float, float] | None]  # (presence, frequency, repetition)
+    penalty_tokens: list[tuple[torch.Tensor, torch.Tensor] | None]  # (prompt ids, output ids)
+    num_logprobs: list[int | None]
+    allowed_mask: torch.Tensor | None = None  # [num_rows, vocab] bool from grammar bitmasks
+
+
+@dataclass(slots=True)
+class SamplerOutput:
+    token_ids: list[int]
+    logprobs: list[tuple[float, list[int], list[float]] | None]  # (sampled logprob, top ids, top logprobs)
+
+
+def _apply_penalties(logits: torch.Tensor, batch: SamplingBatch) -> None:
+    vocab = logits.shape[1]
+    for row, pen in enumerate(batch.penalties):
+        if pen is None:
+            continue
+        presence, frequency, repetition = pen
+        prompt_ids, output_ids = batch.penalty_tokens[row]
+        counts = torch.bincount(output_ids, minlength=vocab)[:vocab].to(logits.dtype)  # [vocab]
+        if repetition != 1.0:
+            seen = counts > 0
+            seen[prompt_ids] = True
+            scores = logits[row]
+            logits[row] = torch.where(seen, torch.where(scores > 0, scores / repetition, scores * repetition), scores)
+        if frequency:
+            logits[row] -= frequency * counts
+        if presence:
+            logits[row] -= presence * (counts > 0).to(logits.dtype)
+
+
+def _process(logits: torch.Tensor, batch: SamplingBatch) -> torch.Tensor:
+    for row, bias in enumerate(batch.logit_bias):
+        if bias:
+            ids = torch.tensor(list(bias.keys()), device=logits.device)
+            logits[row, ids] += torch.tensor(list(bias.values()), device=logits.device, dtype=logits.dtype)
+    for row, ids in enumerate(batch.suppress_ids):
+        if ids:
+            logits[row, ids] = float("-inf")
+    _apply_penalties(logits, batch)
+    if batch.allowed_mask is not None:
+        logits.masked_fill_(~batch.allowed_mask, float("-inf"))
+    return logits
+
+
+def _filter(logits: torch.Tensor, batch: SamplingBatch) -> torch.Tensor:
+    """Top-k, top-p and min-p on temperature-scaled logits; removed entries become -inf."""
+    if bool((batch.top_k > 0).any()) or bool((batch.top_p < 1.0).any()):
+        sorted_logits, order = logits.sort(dim=-1, descending=True)  # [num_rows, vocab]
+        ranks = torch.arange(logits.shape[1], device=logits.device).unsqueeze(0)
+        k = torch.where(batch.top_k > 0, batch.top_k, logits.shape[1]).unsqueeze(1)
+        remove = ranks >= k
+        probs = sorted_logits.softmax(dim=-1)
+        before = probs.cumsum(dim=-1) - probs  # mass strictly above each entry
+        remove |= before >= batch.top_p.unsqueeze(1)
+        remove[:, 0] = False
+        sorted_logits = sorted_logits.masked_fill(remove, float("-inf"))
+        logits = torch.empty_like(logits).scatter_(1, order, sorted_logits)
+    if bool((batch.min_p > 0).any()):
+        probs = logits.softmax(dim=-1)
+        threshold = probs.max(dim=-1, keepdim=True).values * batch.min_p.unsqueeze(1)
+        logits = logits.masked_fill(probs < threshold, float("-inf"))
+    return logits
+
+
+def _exponential_noise(batch: SamplingBatch, shape: tuple[int, int], device) -> torch.Tensor:
+    noise = torch.empty(shape, device=device).exponential_()  # [num_rows, vocab]
+    for row, seed in enumerate(batch.seeds):
+        if seed is not None:
+            gen = torch.Generator(device=device)
+            gen.manual_seed(hash((seed, batch.output_positions[row])) & 0x7FFF_FFFF_FFFF_FFFF)
+            noise[row].exponential_(generator=gen)
+    return noise
+
+
+def _logprobs(raw: torch.Tensor, token_ids: torch.Tensor, batch: SamplingBatch) -> list:
+    wanted = [n for n in batch.num_logprobs if n is not None]
+    if not wanted:
+        return [None] * raw.shape[0]
+    logprobs = raw.log_softmax(dim=-1)  # [num_rows, vocab]
+    top_vals, top_ids = logprobs.topk(max(max(wanted), 1), dim=-1)
+    sampled = logprobs.gather(1, token_ids.unsqueeze(1)).squeeze(1).tolist()
+    out = []
+    for row, n in enumerate(batch.num_logprobs):
+        if n is None:
+            out.append(None)
+        else:
+            out.append((sampled[row], top_ids[row, :n].tolist(), top_vals[row, :n].tolist()))
+    return out
+
+
+def sample(logits: torch.Tensor, batch: SamplingBatch) -> SamplerOutput:
+    """Picks one token per row of logits [num_rows, vocab] (float32, modified in place)."""
+    raw = logits.clone() if any(n is not None for n in batch.num_logprobs) else logits
+    logits = _process(logits, batch)
+    greedy = batch.temperature < _GREEDY_EPS  # [num_rows]
+    token_ids = logits.argmax(dim=-1)
+    if not bool(greedy.all()):
+        temps = torch.where(greedy, 1.0, batch.temperature).unsqueeze(1)
+        probs = _filter(logits / temps, batch).softmax(dim=-1)
+        noise = _exponential_noise(batch, tuple(probs.shape), probs.device)
+        sampled = (probs / noise).argmax(dim=-1)
+        token_ids = torch.where(greedy, token_ids, sampled)
+    return SamplerOutput(token_ids.tolist(), _logprobs(raw, token_ids, batch))

@@ -1,0 +1,174 @@
+"""The scheduler: which requests run how many tokens this step, within the token budget.
+
+Pure Python. Running requests are served first (decodes and unfinished prefill chunks);
+waiting requests are admitted FCFS while the budget, `max_num_seqs` and the block pool
+allow. When blocks run out, the most recently admitted running request is preempted by
+recompute: its blocks are freed and it goes back to the front of the queue.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from engine.kv_cache import KVCacheManager
+from engine.request import Request, Status
+
+
+@dataclass(slots=True)
+class NewRequestData:
+    """A request entering the runner: new, or resumed after preemption (all its known tokens)."""
+
+    request_id: str
+    token_ids: list[int]
+    num_prompt_tokens: int
+    block_ids: list[int]
+    params: object  # SamplingParams
+
+
+@dataclass(slots=True)
+class SchedulerOutput:
+    """The plan of one step, in batch order."""
+
+    req_ids: list[str] = field(default_factory=list)
+    num_scheduled_tokens: list[int] = field(default_factory=list)
+    num_computed_tokens: list[int] = field(default_factory=list)  # before this step
+    new_reqs: list[NewRequestData] = field(default_factory=list)
+    new_block_ids: dict[str, list[int]] = field(default_factory=dict)  # running reqs' added blocks
+    freed_req_ids: list[str] = field(default_factory=list)  # finished, aborted or preempted
+
+    @property
+    def total_num_scheduled_tokens(self) -> int:
+        return sum(self.num_scheduled_tokens)
+
+
+class Scheduler:
+    """Owns the waiting and running queues; called by the engine core once per step."""
+
+    def __init__(self, kv: KVCacheManager, max_num_seqs: int, max_num_batched_tokens: int, max_model_len: int):
+        self.kv = kv
+        self.max_num_seqs = max_num_seqs
+        self.max_num_batched_tokens = max_num_batched_tokens
+        self.max_model_len = max_model_len
+        self.waiting: deque[Request] = deque()
+        self.running: list[Request] = []
+        self.requests: dict[str, Request] = {}
+        self.freed_req_ids: list[str] = []
+        self.num_preemptions = 0
+
+    def add(self, request: Request) -> None:
+        self.requests[request.request_id] = request
+        self.waiting.append(request)
+
+    def has_work(self) -> bool:
+        return bool(self.waiting or self.running)
+
+    def finish(self, request: Request, reason: str) -> None:
+        """Ends a request (stop, length, abort), freeing its blocks; idempotent."""
+        if request.status is Status.FINISHED:
+            return
+        if request.status is Status.RUNNING:
+            self.running.remove(request)
+        else:
+            self.waiting.remove(request)
+        request.status = Status.FINISHED
+        request.finish_reason = request.finish_reason or reason
+        self.kv.free(request.request_id)
+        self.requests.pop(request.request_id, None)
+        self.freed_req_ids.append(request.request_id)
+
+    def _preempt(self, request: Request) -> None:
+        self.running.remove(request)
+        self.kv.free(request.request_id)
+        request.status = Status.WAITING
+        request.num_computed_tokens = 0
+        request.num_preemptions += 1
+        self.num_preemptions += 1
+        self.waiting.appendleft(request)
+        self.freed_req_ids.append(request.request_id)
+
+    def _num_new(self, request: Request, budget: int) -> int:
+        return min(request.num_tokens - request.num_computed_tokens, budget)
+
+    def schedule(self) -> SchedulerOutput:
+        out = SchedulerOutput()
+        budget = self.max_num_batched_tokens
+        preempted = False
+        scheduled: list[tuple[Request, int]] = []
+        for request in list(self.running):
+            if request.status is not Status.RUNNING or budget == 0:
+                continue
+            num_new = self._num_new(request, budget)
+            while True:
+                new_ids = self.kv.allocate(request.request_id, request.all_token_ids, request.num_computed_tokens, num_new)
+                if new_ids is not None:
+                    break
+                victim = self.running[-1]
+                self._preempt(victim)
+                preempted = True
+                if victim is request:
+                    break
+            if request.status is not Status.RUNNING:
+                continue
+            scheduled.append((request, num_new))
+            out.new_block_ids[request.request_id] = new_ids
+            budget -= num_new
+        if not preempted:
+            budget = self._admit(out, scheduled, budget)
+        # Requests preempted after being scheduled in this loop must not run.
+        for request, num_new in scheduled:
+            if request.status is Status.RUNNING:
+                out.req_ids.append(request.request_id)
+                out.num_scheduled_tokens.append(num_new)
+                out.num_computed_tokens.append(request.num_computed_tokens)
+        out.freed_req_ids, self.freed_req_ids = self.freed_req_ids, []
+        return out
+
+    def _admit(self, out: SchedulerOutput, scheduled: list, budget: int) -> int:
+        while self.waiting and budget > 0 and len(self.running) < self.max_num_seqs:
+            request = self.waiting[0]
+            if request.num_computed_tokens == 0:
+                request.num_computed_tokens = self.kv.find_cached_prefix(request.request_id, request.all_token_ids)
+            num_new = self._num_new(request, budget)
+            new_ids = self.kv.allocate(request.request_id, request.all_token_ids, request.num_computed_tokens, num_new)
+            if new_ids is None:
+                self.kv.free(request.request_id)
+                request.num_computed_tokens = 0
+                break
+            self.waiting.popleft()
+            if request.num_cached_tokens < 0:
+                request.num_cached_tokens = request.num_computed_tokens
+            request.status = Status.RUNNING
+            self.running.append(request)
+            scheduled.append((request, num_new))
+            out.new_reqs.append(
+                NewRequestData(
+                    request.request_id,
+                    list(request.all_token_ids),
+                    request.num_prompt_tokens,
+                    list(self.kv.block_ids(request.request_id)),
+                    request.params,
+                )
+            )
+            budget -= num_new
+        return budget
+
+    def update(self, out: SchedulerOutput, sampled: dict[str, int]) -> list[Request]:
+        """Absorbs one step's result: advances progress, appends sampled tokens, ends requests.
+
+        Returns the requests that received a token this step (finished ones included).
+        """
+        progressed = []
+        for req_id, num_new in zip(out.req_ids, out.num_scheduled_tokens):
+            request = self.requests.get(req_id)
+            if request is None or request.status is not Status.RUNNING:
+                continue  # aborted while the step ran
+            request.num_computed_tokens += num_new
+            token_id = sampled.get(req_id)
+            if token_id is None:
+                continue  # a prefill chunk that did not reach the end
+            request.append_token(token_id)
+            progressed.append(request)
+            if request.check_stop(token_id, self.max_model_len):
+                self.finish(request, request.finish_reason)
+        return progressed

@@ -1,0 +1,14 @@
+"""Loads the Hugging Face tokenizer that belongs to a resolved model folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def load_tokenizer(folder: Path):
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(str(folder))
+    except Exception as exc:  # transformers raises many types for a broken tokenizer
+        raise ValueError(f"model: cannot load the tokenizer in {folder} ({type(exc).__name__}: {exc})") from None

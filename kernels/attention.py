@@ -1,0 +1,107 @@
+"""Attention through block tables: KV cache writes and reads for one flattened batch of tokens.
+
+The batch mixes prefill chunks and decodes. The torch reference path here batches all
+decode requests (one query token each) into one masked attention call, and runs each
+prefill chunk on its own. Everything a step needs to address the cache is computed once
+per step in `build_attention_metadata`, then shared by every layer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+
+@dataclass(slots=True)
+class AttentionMetadata:
+    """Per-step addressing of the KV cache, shared by every layer."""
+
+    slot_mapping: torch.Tensor  # [num_tokens] flat cache slot of each new token
+    decode_rows: torch.Tensor  # [num_decodes] token rows that are single-token decodes
+    decode_kv_index: torch.Tensor  # [num_decodes, max_decode_len] flat cache slots read
+    decode_mask: torch.Tensor  # [num_decodes, 1, 1, max_decode_len] True = attend
+    prefills: list[tuple[int, int, torch.Tensor]]  # (query start, query len, kv slots [seq_len])
+
+
+def _kv_slots(block_table_row: torch.Tensor, length: int, block_size: int) -> torch.Tensor:
+    positions = torch.arange(length, device=block_table_row.device)
+    return block_table_row[positions // block_size].long() * block_size + positions % block_size
+
+
+def build_attention_metadata(
+    query_lens: list[int],
+    seq_lens: list[int],
+    block_tables: torch.Tensor,  # [num_reqs, max_blocks_per_req]
+    slot_mapping: torch.Tensor,  # [num_tokens]
+    block_size: int,
+) -> AttentionMetadata:
+    """Plans one step: which rows decode together and which cache slots each query reads."""
+    device = block_tables.device
+    decode_reqs = [i for i, q in enumerate(query_lens) if q == 1]
+    starts = [0] * len(query_lens)
+    for i in range(1, len(query_lens)):
+        starts[i] = starts[i - 1] + query_lens[i - 1]
+    prefills = [
+        (starts[i], query_lens[i], _kv_slots(block_tables[i], seq_lens[i], block_size))
+        for i, q in enumerate(query_lens)
+        if q > 1
+    ]
+    if decode_reqs:
+        idx = torch.tensor(decode_reqs, device=device)
+        lens = torch.tensor([seq_lens[i] for i in decode_reqs], device=device)  # [num_decodes]
+        max_len = int(lens.max())
+        positions = torch.arange(max_len, device=device)  # [max_decode_len]
+        mask = positions.unsqueeze(0) < lens.unsqueeze(1)  # [num_decodes, max_decode_len]
+        blocks = block_tables[idx][:, positions // block_size].long()  # [num_decodes, max_decode_len]
+        kv_index = torch.where(mask, blocks * block_size + positions % block_size, 0)
+        decode_rows = torch.tensor([starts[i] for i in decode_reqs], device=device)
+        decode_mask = mask[:, None, None, :]
+    else:
+        decode_rows = torch.empty(0, dtype=torch.long, device=device)
+        kv_index = torch.empty(0, 0, dtype=torch.long, device=device)
+        decode_mask = torch.empty(0, 1, 1, 0, dtype=torch.bool, device=device)
+    return AttentionMetadata(slot_mapping.long(), decode_rows, kv_index, decode_mask, prefills)
+
+
+def write_kv_cache(
+    key: torch.Tensor,  # [num_tokens, num_kv_heads, head_dim]
+    value: torch.Tensor,  # [num_tokens, num_kv_heads, head_dim]
+    k_cache: torch.Tensor,  # [num_blocks * block_size, num_kv_heads, head_dim]
+    v_cache: torch.Tensor,
+    slot_mapping: torch.Tensor,  # [num_tokens]
+) -> None:
+    k_cache.index_copy_(0, slot_mapping, key.to(k_cache.dtype))
+    v_cache.index_copy_(0, slot_mapping, value.to(v_cache.dtype))
+
+
+def paged_attention(
+    query: torch.Tensor,  # [num_tokens, num_heads, head_dim]
+    k_cache: torch.Tensor,  # [num_blocks * block_size, num_kv_heads, head_dim]
+    v_cache: torch.Tensor,
+    meta: AttentionMetadata,
+    scale: float,
+) -> torch.Tensor:
+    """Causal attention of every new token over its request's cached context."""
+    out = torch.empty_like(query)
+    gqa = query.shape[1] != k_cache.shape[1]
+    if meta.decode_rows.numel():
+        q = query[meta.decode_rows].unsqueeze(2)  # [num_decodes, num_heads, 1, head_dim]
+        k = k_cache[meta.decode_kv_index].transpose(1, 2)  # [num_decodes, kv_heads, max_len, head_dim]
+        v = v_cache[meta.decode_kv_index].transpose(1, 2)
+        o = F.scaled_dot_product_attention(q, k, v, attn_mask=meta.decode_mask, scale=scale, enable_gqa=gqa)
+        out[meta.decode_rows] = o.squeeze(2)
+    for start, length, kv_slots in meta.prefills:
+        q = query[start : start + length].transpose(0, 1)  # [num_heads, q_len, head_dim]
+        k = k_cache[kv_slots].transpose(0, 1)  # [kv_heads, seq_len, head_dim]
+        v = v_cache[kv_slots].transpose(0, 1)
+        context = kv_slots.shape[0] - length
+        if context == 0:
+            o = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale, enable_gqa=gqa)
+        else:
+            rows = torch.arange(length, device=q.device).unsqueeze(1) + context
+            mask = torch.arange(kv_slots.shape[0], device=q.device).unsqueeze(0) <= rows
+            o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale, enable_gqa=gqa)
+        out[start : start + length] = o.transpose(0, 1)
+    return out
