@@ -123,8 +123,11 @@ class StepOutputs(msgspec.Struct, tag="outputs"):
 class CoreReady(msgspec.Struct, tag="ready"):
     """Sent once the model is loaded: the facts the client needs."""
 
+    name: str
+    path: str
     max_model_len: int
     vocab_size: int
+    eos_token_ids: list[int]
     num_total_blocks: int
 
 

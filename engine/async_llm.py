@@ -1,0 +1,122 @@
+"""The async engine client for servers: generate() streams text deltas from an engine core.
+
+Owns the tokenizer and the output processor (detokenization, stop strings) on the
+caller's event loop; the engine core runs in its own process (or a thread for tests),
+so the event loop never waits on the model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import AsyncIterator
+
+from engine.config import EngineConfig
+from engine.core import ModelInfo
+from engine.core_client import CoreClient
+from engine.loader import resolve_model
+from engine.output_processor import OutputProcessor
+from engine.outputs import RequestOutput
+from engine.tokenizer import load_tokenizer
+from engine.validation import validate_request
+from schemas.engine import AbortRequests, AddRequest, EngineRequest, EngineStats, ResetPrefixCache, SamplingParams, StepOutputs
+
+
+class EngineDeadError(RuntimeError):
+    """The engine core died; requests in flight on it are lost."""
+
+
+class AsyncLLM:
+    """One engine core behind an asyncio interface; create with `await AsyncLLM.start(config)`."""
+
+    def __init__(self, client: CoreClient, tokenizer) -> None:
+        ready = client.ready
+        self.client = client
+        self.tokenizer = tokenizer
+        self.model_info = ModelInfo(ready.name, ready.path, ready.max_model_len, ready.vocab_size,
+                                    list(ready.eos_token_ids), ready.num_total_blocks)  # fmt: skip
+        self.stats = EngineStats(num_total_blocks=ready.num_total_blocks, num_free_blocks=ready.num_total_blocks)
+        self._processor = OutputProcessor(tokenizer)
+        self._queues: dict[str, asyncio.Queue] = {}
+        self._dead = False
+        self._reader = asyncio.create_task(self._read_loop())
+
+    @classmethod
+    async def start(cls, config: EngineConfig, in_process: bool = False) -> AsyncLLM:
+        files = await asyncio.to_thread(resolve_model, config.model, config.cache_dir)  # converts a GGUF once
+        tokenizer = await asyncio.to_thread(load_tokenizer, files.folder)
+        client = await CoreClient.start(dataclasses.replace(config), in_process=in_process)
+        return cls(client, tokenizer)
+
+    @property
+    def is_alive(self) -> bool:
+        return not self._dead and self.client.is_alive
+
+    @property
+    def num_inflight(self) -> int:
+        return len(self._queues)
+
+    def validate(self, prompt_token_ids: list[int], params: SamplingParams) -> None:
+        validate_request(prompt_token_ids, params, self.model_info.vocab_size, self.model_info.max_model_len)
+
+    async def _read_loop(self) -> None:
+        while (message := await self.client.recv()) is not None:
+            if not isinstance(message, StepOutputs):
+                continue
+            self.stats = message.stats
+            for out in message.outputs:
+                queue = self._queues.get(out.request_id)
+                if queue is None or out.request_id not in self._processor:
+                    continue
+                delta, stopped_here = self._processor.process(out)
+                if stopped_here:
+                    self.client.send(AbortRequests([out.request_id]))
+                queue.put_nowait(delta)
+        self._dead = True
+        for queue in self._queues.values():
+            queue.put_nowait(EngineDeadError("the engine core stopped"))
+
+    async def generate(
+        self, request_id: str, prompt_token_ids: list[int], params: SamplingParams
+    ) -> AsyncIterator[RequestOutput]:
+        """Yields deltas until the request finishes; closing early aborts it in the core."""
+        self.validate(prompt_token_ids, params)
+        if not self.is_alive:
+            raise EngineDeadError("the engine core is not running")
+        if request_id in self._queues:
+            raise ValueError(f"request_id: {request_id!r} is already in flight")
+        queue: asyncio.Queue = asyncio.Queue()
+        self._queues[request_id] = queue
+        self._processor.add(request_id, prompt_token_ids, params)
+        self.client.send(AddRequest(EngineRequest(request_id=request_id, prompt_token_ids=prompt_token_ids, params=params)))
+        finished = False
+        try:
+            while not finished:
+                item = await queue.get()
+                if isinstance(item, Exception):
+                    finished = True
+                    raise item
+                if item.error:
+                    finished = True
+                    raise ValueError(item.error)
+                finished = item.finished
+                yield item
+        finally:
+            self._queues.pop(request_id, None)
+            if not finished:
+                self._processor.remove(request_id)
+                self.client.send(AbortRequests([request_id]))
+
+    async def abort(self, request_id: str) -> None:
+        self.client.send(AbortRequests([request_id]))
+
+    async def reset_prefix_cache(self) -> None:
+        self.client.send(ResetPrefixCache())
+
+    async def shutdown(self) -> None:
+        await self.client.close()
+        self._reader.cancel()
+        try:
+            await self._reader
+        except asyncio.CancelledError:
+            pass

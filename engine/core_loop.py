@@ -1,0 +1,81 @@
+"""The engine core's busy loop: take new requests and aborts, step, send outputs.
+
+Runs as the main loop of the core process (`run_core_process`) or on a thread for the
+in-process client; either way it talks to its client over one local socket.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import socket
+import threading
+
+from engine.config import EngineConfig
+from engine.core import EngineCore
+from engine.wire import BlockingConnection
+from schemas.engine import AbortRequests, AddRequest, CoreFailed, CoreReady, ResetPrefixCache, StepOutputs
+
+log = logging.getLogger(__name__)
+
+
+def _reader(conn: BlockingConnection, inbox: queue.Queue) -> None:
+    try:
+        while (message := conn.recv()) is not None:
+            inbox.put(message)
+    except OSError:
+        pass
+    inbox.put(None)
+
+
+def serve_core(config: EngineConfig, sock: socket.socket) -> None:
+    """Loads the model, announces it, then serves until the client says stop or goes away."""
+    conn = BlockingConnection(sock)
+    try:
+        core = EngineCore(config)
+    except Exception as exc:  # report any load failure to the client instead of dying silently
+        conn.send(CoreFailed(message=str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"))
+        return
+    info = core.info
+    conn.send(CoreReady(info.name, info.path, info.max_model_len, info.vocab_size, info.eos_token_ids, info.num_total_blocks))
+    inbox: queue.Queue = queue.Queue()
+    threading.Thread(target=_reader, args=(conn, inbox), daemon=True, name="core-reader").start()
+    try:
+        _loop(core, conn, inbox)
+    except OSError:
+        pass  # the client went away mid-send
+    finally:
+        sock.close()
+
+
+def _loop(core: EngineCore, conn: BlockingConnection, inbox: queue.Queue) -> None:
+    while True:
+        errors, changed = [], False
+        try:
+            message = inbox.get(block=not core.has_work())
+            while True:
+                if message is None or not isinstance(message, (AddRequest, AbortRequests, ResetPrefixCache)):
+                    return  # Shutdown, or the client has gone
+                changed = True
+                if isinstance(message, AddRequest):
+                    error = core.add_request(message.request)
+                    if error is not None:
+                        errors.append(error)
+                elif isinstance(message, AbortRequests):
+                    core.abort(message.request_ids)
+                else:
+                    core.kv.reset_prefix_cache()
+                message = inbox.get_nowait()
+        except queue.Empty:
+            pass
+        outputs = core.step() if core.has_work() else []
+        if outputs or errors or changed:
+            conn.send(StepOutputs(errors + outputs, core.stats()))
+
+
+def run_core_process(config: EngineConfig, socket_path: str) -> None:
+    """Entry point of the engine-core process: connect back to the client, then serve."""
+    logging.basicConfig(level=logging.WARNING)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(socket_path)
+    serve_core(config, sock)
