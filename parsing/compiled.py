@@ -1,0 +1,68 @@
+"""Compiled formats: each Format's Machine and body plan, and the reader factory per stream."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Callable
+
+from parsing import machine as M
+from parsing.formats import REGISTRY
+from parsing.harmony import HarmonyHeaderReader
+from parsing.json_calls import EnvelopeReader, HeaderReader, JsonPlan, json_plan
+from parsing.sink import Sink
+from parsing.spec import Envelope, Format, Header, Xml
+from parsing.xml_calls import XmlCallReader, XmlPlan, xml_plan
+
+
+@dataclass(frozen=True, slots=True)
+class Compiled:
+    """A format ready to open streams: its state machine and its call-body plan."""
+    machine: M.Machine
+    plan: JsonPlan | XmlPlan | None
+
+
+def compile_one(fmt: Format) -> Compiled:
+    body = fmt.body
+    if isinstance(body, Xml):
+        plan: JsonPlan | XmlPlan | None = xml_plan(body, fmt.call_close, fmt.block_close)
+    elif isinstance(body, (Envelope, Header)):
+        plan = json_plan(body, fmt.call_close, fmt.block_close)
+    else:
+        plan = None
+    return Compiled(M.compile_format(fmt), plan)
+
+
+COMPILED: MappingProxyType[str, Compiled] = MappingProxyType(
+    {name: compile_one(fmt) for name, fmt in REGISTRY.items()}
+)
+
+
+def tool_properties(tools: list[dict] | None) -> dict[str, dict]:
+    """Map each tool's name to its parameters' `properties` schema."""
+    props: dict[str, dict] = {}
+    for tool in tools or ():
+        if not isinstance(tool, dict):
+            continue
+        fn = tool.get("function", tool)
+        if isinstance(fn, dict) and isinstance(fn.get("name"), str):
+            params = fn.get("parameters")
+            p = params.get("properties") if isinstance(params, dict) else None
+            props[fn["name"]] = p if isinstance(p, dict) else {}
+    return props
+
+
+def reader_factory(c: Compiled, tools: list[dict] | None) -> Callable[[Sink, str, str], object]:
+    """The function a stream calls to start reading a call body at a marker."""
+    fmt, plan = c.machine.fmt, c.plan
+    props = tool_properties(tools) if isinstance(plan, XmlPlan) else {}
+
+    def new_reader(sink: Sink, action: str, marker: str) -> object:
+        if action == M.HEADER:
+            return HarmonyHeaderReader(sink, plan, marker)
+        if isinstance(plan, XmlPlan):
+            return XmlCallReader(sink, plan, props)
+        if isinstance(fmt.body, Envelope):
+            return EnvelopeReader(sink, plan)
+        return HeaderReader(sink, plan)
+
+    return new_reader

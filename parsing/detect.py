@@ -1,0 +1,38 @@
+"""detect_format: pick a parser format from a chat template and the tokenizer's special tokens."""
+from __future__ import annotations
+
+# (format, strings that must all appear) in priority order: the first full match wins
+_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("gpt_oss", ("<|channel|>",)),
+    ("deepseek_v4", ("｜DSML｜", "tool_calls")),
+    ("deepseek_v32", ("｜DSML｜",)),
+    ("deepseek_v3", ("<｜tool▁calls▁begin｜>", "```json")),
+    ("deepseek_v31", ("<｜tool▁calls▁begin｜>",)),
+    ("kimi_k2", ("<|tool_calls_section_begin|>",)),
+    ("kimi_k2", ("<|tool_call_section_begin|>",)),
+    ("minimax_m2", ("<minimax:tool_call>",)),
+    ("minimax_m2", ("]~b]",)),
+    ("seed_oss", ("<seed:tool_call>",)),
+    ("seed_oss", ("<seed:think>",)),
+    ("glm45", ("<arg_key>", "</arg_value>\\n")),
+    ("glm45", ("<arg_key>", "</arg_value>\n")),
+    ("glm47", ("<arg_key>",)),
+    ("qwen3_coder", ("<function=", "<parameter=")),
+    ("mistral", ("[TOOL_CALLS]", "[ARGS]")),
+    ("mistral_legacy", ("[TOOL_CALLS]",)),
+    ("llama3_json", ("<|python_tag|>",)),
+    ("llama3_json", ("<|start_header_id|>", "parameters")),
+    ("qwen3", ("<tool_call>", "<think>")),
+    ("hermes", ("<tool_call>",)),
+    ("deepseek_r1", ("<｜Assistant｜>", "<think>")),
+    ("qwen3", ("<think>",)),
+)
+
+
+def detect_format(chat_template: str, special_tokens: list[str]) -> str | None:
+    """The format whose markers the template or the special tokens mention, or None."""
+    haystack = (chat_template or "") + "\n" + "\n".join(special_tokens or ())
+    for name, needles in _RULES:
+        if all(n in haystack for n in needles):
+            return name
+    return None

@@ -1,0 +1,56 @@
+"""gpt-oss (harmony) message headers: pick reasoning, content or a tool call per message."""
+from __future__ import annotations
+
+import re
+
+from parsing import machine as M
+from parsing.json_calls import HeaderReader, JsonPlan
+from parsing.lexicon import Lexicon
+from parsing.sink import Sink
+
+MESSAGE = "<|message|>"
+_MESSAGE = Lexicon([MESSAGE])
+_CHANNEL = re.compile(r"<\|channel\|>\s*([A-Za-z_]+)")
+_RECIPIENT = re.compile(r"\bto=([^\s<]+)")
+_MAX_HEADER = 512
+
+
+class HarmonyHeaderReader:
+    """Reads `<|start|>assistant to=... <|channel|>X ...<|message|>` and decides what the
+    message body is: analysis is reasoning, final and recipient-less commentary are content,
+    a `functions.NAME` recipient makes the body a call's JSON arguments."""
+
+    __slots__ = ("sink", "plan", "outcome", "parts", "next_reader")
+
+    def __init__(self, sink: Sink, plan: JsonPlan, marker: str) -> None:
+        self.sink, self.plan = sink, plan
+        self.outcome: str | None = None
+        self.parts = [marker]
+        self.next_reader: HeaderReader | None = None
+
+    def finish(self) -> None:
+        self.outcome = M.TO_CONTENT
+
+    def step(self, buf: str, pos: int, final: bool) -> int:
+        hit = _MESSAGE.search(buf, pos)
+        if hit is None:
+            end = len(buf) if final else _MESSAGE.hold_start(buf, pos)
+            self.parts.append(buf[pos:end])
+            if sum(map(len, self.parts)) > _MAX_HEADER:
+                self.outcome = M.TO_CONTENT
+            return end
+        self.parts.append(buf[pos:hit[0]])
+        self._classify("".join(self.parts))
+        return hit[0] + len(MESSAGE)
+
+    def _classify(self, header: str) -> None:
+        channel = _CHANNEL.search(header)
+        recipient = _RECIPIENT.search(header)
+        target = recipient.group(1) if recipient else ""
+        if target.startswith("functions.") and len(target) > len("functions."):
+            self.next_reader = HeaderReader(self.sink, self.plan, target[len("functions."):])
+            self.outcome = "reader"
+        elif (channel and channel.group(1) == "analysis") or target:
+            self.outcome = M.TO_REASONING
+        else:
+            self.outcome = M.TO_CONTENT

@@ -1,0 +1,90 @@
+"""Sink: collects one stream's events, trims text segments and numbers the tool calls."""
+from __future__ import annotations
+
+import random
+import string
+
+from parsing.events import ContentDelta, Event, ReasoningDelta, ToolCallArgs, ToolCallStart
+
+_ALNUM = string.ascii_letters + string.digits
+REASONING, CONTENT = 0, 1
+
+
+class Sink:
+    """Owned by one ParserStream; its readers call it as they recognise pieces of output.
+
+    Text arrives in segments (a stretch of one kind between two structural markers).
+    Whitespace at the start of the first segment of each kind is dropped; whitespace at the
+    end of every segment is held until more text of the segment shows it is inner
+    whitespace, so framing newlines never reach the client.
+    """
+
+    __slots__ = ("events", "num_calls", "id_style", "_kind", "_open", "_ws", "_rng", "_had")
+
+    def __init__(self, id_style: str) -> None:
+        self.events: list[Event] = []
+        self.num_calls = 0
+        self.id_style = id_style
+        self._kind = -1
+        self._open = False
+        self._ws = ""
+        self._rng = random.Random()
+        self._had = [False, False]  # [kind]: a segment of this kind already had text
+
+    def take(self) -> list[Event]:
+        events, self.events = self.events, []
+        return events
+
+    def text(self, kind: int, text: str) -> None:
+        """Add reasoning (kind 0) or content (kind 1) text to the current segment."""
+        if not text:
+            return
+        if kind != self._kind:
+            self.end_segment()
+            self._kind = kind
+        if not self._open:
+            if not self._had[kind]:
+                text = text.lstrip()
+                if not text:
+                    return
+            self._open = True
+        if self._ws:
+            text = self._ws + text
+        body = text.rstrip()
+        self._ws = text[len(body):]
+        if body:
+            self._had[kind] = True
+            self._push(ReasoningDelta(body) if kind == REASONING else ContentDelta(body))
+
+    def end_segment(self) -> None:
+        """A marker (or the end of output) ends the current text segment."""
+        self._open = False
+        self._ws = ""
+        self._kind = -1
+
+    def start_call(self, name: str, call_id: str | None = None) -> int:
+        """Announce a call with its complete name; returns its index."""
+        self.end_segment()
+        index = self.num_calls
+        self.num_calls += 1
+        self.events.append(ToolCallStart(index, call_id or self.new_id(), name))
+        return index
+
+    def args(self, text: str) -> None:
+        """Add a fragment of the current call's arguments."""
+        if text:
+            self._push(ToolCallArgs(self.num_calls - 1, text))
+
+    def new_id(self) -> str:
+        if self.id_style == "mistral":
+            return "".join(self._rng.choices(_ALNUM, k=9))
+        return "call_" + "".join(self._rng.choices(_ALNUM, k=24))
+
+    def _push(self, event: Event) -> None:
+        events = self.events
+        if events:
+            last = events[-1]
+            if type(last) is type(event) and getattr(last, "index", 0) == getattr(event, "index", 0):
+                last.text += event.text
+                return
+        events.append(event)

@@ -1,0 +1,168 @@
+"""ParserStream: the one scanner loop that turns text deltas into parser events."""
+from __future__ import annotations
+
+from typing import Protocol
+
+from parsing import machine as M
+from parsing.events import Event
+from parsing.json_calls import BLOCK_END, CALL_END, NOT_A_CALL
+from parsing.sink import CONTENT, REASONING, Sink
+
+_WS = " \t\r\n"
+
+
+class Reader(Protocol):
+    """A call-body reader: consumes text, emits through the sink, then sets `outcome`."""
+    outcome: str | None
+
+    def step(self, buf: str, pos: int, final: bool) -> int: ...
+    def finish(self) -> None: ...
+
+
+class ParserStream:
+    """One request's parser. The gateway calls feed() with each detokenized delta and
+    close() once at the end of output; both return the events that became certain.
+
+    Only a tail that could still grow into a marker is kept between calls (plus whatever a
+    call reader needs to decide a value's end), so each character is scanned a bounded
+    number of times.
+    """
+
+    __slots__ = ("_m", "_sink", "_state", "_reader", "_pending", "_started", "_final",
+                 "_in_block", "_new_reader", "_closed")
+
+    def __init__(self, m: M.Machine, new_reader, sink: Sink, starts_in_reasoning: bool) -> None:
+        self._m = m
+        self._new_reader = new_reader  # (stream sink, action, header text) -> Reader
+        self._sink = sink
+        in_reasoning = starts_in_reasoning and m.fmt.reasoning is not None
+        self._state = M.REASONING if in_reasoning else M.CONTENT
+        self._reader: Reader | None = None
+        self._pending = ""
+        self._started = False
+        self._final = False
+        self._in_block = False
+        self._closed = False
+
+    def feed(self, text: str) -> list[Event]:
+        """Scan one delta of any size; returns the events it made certain."""
+        if self._closed:
+            raise RuntimeError("feed() after close()")
+        if text:
+            buf = self._pending + text if self._pending else text
+            self._pending = buf[self._run(buf):]
+        return self._sink.take()
+
+    def close(self) -> list[Event]:
+        """End of output: release held-back text and close a cut-off call cleanly."""
+        if self._closed:
+            return []
+        self._final = True
+        buf, self._pending = self._pending, ""
+        self._run(buf)
+        if self._state == M.READER:
+            self._reader.finish()
+        self._sink.end_segment()
+        self._closed = True
+        return self._sink.take()
+
+    def _run(self, buf: str) -> int:
+        pos, n = 0, len(buf)
+        while pos < n:
+            state, reader = self._state, self._reader
+            if state == M.READER:
+                new = reader.step(buf, pos, self._final)
+                if reader.outcome is not None:
+                    self._after_reader(reader.outcome)
+            else:
+                new = self._text_step(buf, pos, state)
+            if new == pos and self._state == state and self._reader is reader:
+                break
+            pos = new
+        return pos
+
+    def _emit(self, state: int, text: str) -> None:
+        if state == M.CONTENT:
+            self._sink.text(CONTENT, text)
+        elif state == M.REASONING:
+            self._sink.text(REASONING, text)
+
+    def _text_step(self, buf: str, pos: int, state: int) -> int:
+        if not self._started and state <= M.CONTENT:
+            p = pos
+            while p < len(buf) and buf[p] in _WS:
+                p += 1
+            if p == len(buf):
+                return p
+            for trigger, action in self._m.starts[state]:
+                if buf.startswith(trigger, p):
+                    self._started = True
+                    return self._act(action, state, buf, p, trigger)
+                if not self._final and trigger.startswith(buf[p:]):
+                    return p
+            self._started = True
+            pos = p
+        lex = self._m.lexicons[state]
+        hit = lex.search(buf, pos)
+        if hit is not None:
+            start, marker = hit
+            if not self._final and lex.may_grow(buf, start):
+                self._emit(state, buf[pos:start])
+                return start
+            self._emit(state, buf[pos:start])
+            action = self._m.actions[state][marker]
+            if action != M.DROP:
+                self._sink.end_segment()
+            return self._act(action, state, buf, start, marker)
+        end = len(buf) if self._final else lex.hold_start(buf, pos)
+        self._emit(state, buf[pos:end])
+        return end
+
+    def _act(self, action: str, state: int, buf: str, start: int, marker: str) -> int:
+        end = start + len(marker)
+        if action == M.DROP:
+            return end
+        if action == M.TO_REASONING:
+            self._state = M.REASONING
+        elif action == M.TO_CONTENT:
+            self._state = M.CONTENT
+        elif action in (M.BLOCK, M.BLOCK_AT):
+            self._in_block = True
+            if self._m.fmt.call_open:
+                self._state = M.SECTION
+            else:
+                self._start_reader(action, marker)
+            return start if action == M.BLOCK_AT else end
+        elif action in (M.CALL, M.BLOCK_CALL, M.HEADER):
+            self._in_block = state == M.SECTION or action == M.BLOCK_CALL
+            self._start_reader(action, marker)
+        elif action == M.END_CALL:
+            self._state = M.SECTION if self._in_block else M.CONTENT
+        elif action == M.END_BLOCK:
+            self._in_block = False
+            self._state = M.CONTENT
+        return end
+
+    def _start_reader(self, action: str, marker: str) -> None:
+        self._reader = self._new_reader(self._sink, action, marker)
+        self._state = M.READER
+
+    def _after_reader(self, outcome: str) -> None:
+        reader = self._reader
+        self._reader = None
+        if outcome == CALL_END:
+            self._state = M.SECTION if self._in_block else M.CONTENT
+        elif outcome in (BLOCK_END, NOT_A_CALL):
+            self._in_block = False
+            self._state = M.CONTENT
+        elif outcome == M.TO_REASONING:
+            self._state = M.REASONING
+        elif outcome == M.TO_CONTENT:
+            self._state = M.CONTENT
+        elif outcome == "reader":
+            self._reader = reader.next_reader
+            self._state = M.READER
+        else:  # the body ended: skip framing up to the closer, if the format has one
+            fmt = self._m.fmt
+            has_closer = (fmt.call_open and fmt.call_close) or (self._in_block and fmt.block_close)
+            self._state = M.SKIP if has_closer and not fmt.harmony else M.CONTENT

@@ -1,0 +1,192 @@
+"""XmlCallReader: calls whose arguments are XML-like parameters, typed into a JSON object."""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from parsing.json_calls import BLOCK_END, BODY_END, CALL_END
+from parsing.lexicon import Lexicon
+from parsing.sink import Sink
+from parsing.spec import Xml
+from parsing.xml_values import ANY_JSON, STRING, ValueKind, convert, escape, kind_of
+
+_WS = " \t\r\n"
+_MAX_HEADER = 256
+_BAD_NAME = frozenset(' \t\n<>{}"=')
+
+
+@dataclass(frozen=True, slots=True)
+class XmlPlan:
+    """Compiled data for one XML format."""
+    xml: Xml
+    name_re: re.Pattern[str]
+    name_stop: re.Pattern[str]
+    param_re: re.Pattern[str]
+    params: Lexicon  # inside a call: parameter opener, call closer, block closer
+    param_stop: Lexicon
+    value: Lexicon
+    confirm: tuple[str, ...]  # what may follow a value closer that is structural
+    call_close: str | None
+
+
+def xml_plan(xml: Xml, call_close: str | None, block_close: str | None) -> XmlPlan:
+    confirm = tuple(m for m in (xml.param_open, call_close, block_close) if m)
+    return XmlPlan(
+        xml=xml,
+        name_re=re.compile(xml.name_pattern, re.S),
+        name_stop=re.compile("[" + re.escape(xml.name_stop) + "]"),
+        param_re=re.compile(xml.param_pattern, re.S),
+        params=Lexicon(confirm),
+        param_stop=Lexicon([xml.param_stop]),
+        value=Lexicon([xml.value_close]),
+        confirm=confirm,
+        call_close=call_close,
+    )
+
+
+class XmlCallReader:
+    """Reads one call: its name header, then parameters until the call (or block) closes.
+
+    String values stream as they arrive inside a JSON string; typed values are sent once
+    their closing tag is known to be structural (followed by the next parameter or a closer).
+    """
+
+    __slots__ = ("sink", "plan", "props", "tools", "outcome", "state", "parts", "kind",
+                 "num_params", "first", "nl", "key")
+
+    def __init__(self, sink: Sink, plan: XmlPlan, tools: dict[str, dict]) -> None:
+        self.sink, self.plan, self.tools = sink, plan, tools
+        self.props: dict = {}
+        self.outcome: str | None = None
+        self.state = "head"
+        self.parts: list[str] = []
+        self.kind: ValueKind = STRING
+        self.num_params = 0
+        self.first = self.nl = False
+        self.key = ""
+
+    def step(self, buf: str, pos: int, final: bool) -> int:
+        return getattr(self, "_" + self.state)(buf, pos, final)
+
+    def finish(self) -> None:
+        """End of output: close an open string value and the arguments object."""
+        if self.state == "value" and self.kind.streamable:
+            self.sink.args('"')
+        if self.state != "head":
+            self.sink.args("}")
+        self.outcome = BODY_END
+
+    def _head(self, buf: str, pos: int, final: bool) -> int:
+        m = self.plan.name_stop.search(buf, pos)
+        end = m.start() if m else len(buf)
+        self.parts.append(buf[pos:end])
+        if m is None:
+            if sum(map(len, self.parts)) > _MAX_HEADER:
+                self.outcome = BODY_END
+            return end
+        found = self.plan.name_re.fullmatch("".join(self.parts))
+        name = found.group("name").strip() if found else ""
+        if not name or _BAD_NAME.intersection(name):
+            self.outcome = BODY_END
+            return end
+        self.sink.start_call(name)
+        self.sink.args("{")
+        props = self.tools.get(name)
+        self.props = props if isinstance(props, dict) else {}
+        self.state = "params"
+        return m.end() if m.group() in self.plan.xml.name_eat else end
+
+    def _params(self, buf: str, pos: int, final: bool) -> int:
+        hit = self.plan.params.search(buf, pos)
+        if hit is None:
+            return len(buf) if final else self.plan.params.hold_start(buf, pos)
+        start, marker = hit
+        if marker == self.plan.xml.param_open:
+            self.state, self.parts = "phead", []
+        else:
+            self.sink.args("}")
+            self.outcome = CALL_END if marker == self.plan.call_close else BLOCK_END
+        return start + len(marker)
+
+    def _phead(self, buf: str, pos: int, final: bool) -> int:
+        lex = self.plan.param_stop
+        hit = lex.search(buf, pos)
+        end = hit[0] if hit else (len(buf) if final else lex.hold_start(buf, pos))
+        self.parts.append(buf[pos:end])
+        found = None
+        if hit is not None:
+            found = self.plan.param_re.fullmatch("".join(self.parts))
+        if found is None:
+            if hit is not None or sum(map(len, self.parts)) > _MAX_HEADER:
+                self.sink.args("}")
+                self.outcome = BODY_END
+            return end
+        self._begin_value(found)
+        return hit[0] + len(hit[1])
+
+    def _begin_value(self, found: re.Match[str]) -> None:
+        self.key = found.group("key").strip()
+        flag = found.groupdict().get("string")
+        if flag is not None:
+            self.kind = STRING if flag == "true" else ANY_JSON
+        else:
+            self.kind = kind_of(self.props.get(self.key))
+        if self.kind.streamable:
+            self.sink.args(self._prefix() + '"')
+        self.state, self.parts = "value", []
+        self.first, self.nl = True, False
+
+    def _prefix(self) -> str:
+        sep = ", " if self.num_params else ""
+        self.num_params += 1
+        return sep + json.dumps(self.key, ensure_ascii=False) + ": "
+
+    def _value(self, buf: str, pos: int, final: bool) -> int:
+        lex = self.plan.value
+        hit = lex.search(buf, pos)
+        if hit is None:
+            end = len(buf) if final else lex.hold_start(buf, pos)
+            self._text(buf[pos:end])
+            return end
+        start, marker = hit
+        self._text(buf[pos:start])
+        after = start + len(marker)
+        q, n = after, len(buf)
+        while q < n and buf[q] in _WS:
+            q += 1
+        confirm = self.plan.confirm
+        if any(buf.startswith(c, q) for c in confirm) or (final and q == n):
+            self._end_value()
+            return after
+        if not final and (q == n or any(c.startswith(buf[q:]) for c in confirm if n - q < len(c))):
+            return start
+        self._text(marker)  # a closing tag inside the value: it is data
+        return after
+
+    def _text(self, text: str) -> None:
+        if not text:
+            return
+        if self.plan.xml.strip_newline:
+            if self.first and text[0] == "\n":
+                text = text[1:]
+            self.first = False
+            if self.nl:
+                text = "\n" + text
+                self.nl = False
+            if text.endswith("\n"):
+                text, self.nl = text[:-1], True
+        else:
+            self.first = False
+        if self.kind.streamable:
+            if text:
+                self.sink.args(escape(text))
+        else:
+            self.parts.append(text)
+
+    def _end_value(self) -> None:
+        if self.kind.streamable:
+            self.sink.args('"')
+        else:
+            self.sink.args(self._prefix() + convert("".join(self.parts), self.kind))
+        self.state, self.parts = "params", []
