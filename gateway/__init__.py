@@ -1,0 +1,1 @@
+"""The OpenAI-compatible HTTP gateway: routes, SSE, chat templates, metrics, engine supervision."""

@@ -1,0 +1,155 @@
+"""Data parallel engines behind the gateway: least-loaded routing, admission control, restart of dead cores."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from schemas.engine import EngineStats, SamplingParams
+
+log = logging.getLogger("gateway")
+
+EngineFactory = Callable[[int], Awaitable[Any]]  # index -> a started AsyncLLM (or a fake with its interface)
+
+
+class EngineUnavailable(Exception):
+    """No engine can take or finish the request (its core died, or none is alive)."""
+
+
+class Overloaded(Exception):
+    """The waiting queue is full; the client should retry later."""
+
+
+@dataclass(slots=True)
+class _Slot:
+    index: int
+    llm: Any
+    restarting: bool = False
+
+
+class EnginePool:
+    """N engine clients. Started once by the app's cleanup context; handlers call
+    `admit`, then `generate`; the supervisor task calls `supervise` and restarts dead cores."""
+
+    def __init__(self, engines: list[Any], factory: EngineFactory | None, *, max_queued: int) -> None:
+        if not engines:
+            raise ValueError("an engine pool needs at least one engine")
+        self._slots = [_Slot(i, llm) for i, llm in enumerate(engines)]
+        self._factory = factory
+        self.max_queued = max_queued  # engine requests allowed in flight across the pool
+        self.num_inflight = 0
+        self.num_restarts = 0
+        self._restarts: set[asyncio.Task] = set()
+
+    @classmethod
+    async def start(cls, factory: EngineFactory, size: int, *, max_queued: int) -> EnginePool:
+        engines = await asyncio.gather(*(factory(i) for i in range(size)))
+        return cls(list(engines), factory, max_queued=max_queued)
+
+    # --- facts every engine shares ---------------------------------------------------------
+
+    @property
+    def tokenizer(self) -> Any:
+        return self._slots[0].llm.tokenizer
+
+    @property
+    def model_info(self) -> Any:
+        return self._slots[0].llm.model_info
+
+    @property
+    def size(self) -> int:
+        return len(self._slots)
+
+    @property
+    def num_alive(self) -> int:
+        return sum(1 for slot in self._slots if slot.llm.is_alive and not slot.restarting)
+
+    def validate(self, prompt_token_ids: list[int], params: SamplingParams) -> None:
+        self._slots[0].llm.validate(prompt_token_ids, params)
+
+    def stats(self) -> EngineStats:
+        total = EngineStats()
+        for slot in self._slots:
+            stats = slot.llm.stats
+            for name in EngineStats.__struct_fields__:
+                if name != "kv_usage":
+                    setattr(total, name, getattr(total, name) + getattr(stats, name))
+        if total.num_total_blocks:
+            total.kv_usage = 1.0 - total.num_free_blocks / total.num_total_blocks
+        return total
+
+    # --- requests --------------------------------------------------------------------------
+
+    def admit(self, num_requests: int) -> None:
+        """Raises Overloaded when `num_requests` more would overflow the queue; EngineUnavailable if none alive."""
+        if self.num_alive == 0:
+            raise EngineUnavailable("no engine is available; one is restarting")
+        if self.num_inflight + num_requests > self.max_queued:
+            raise Overloaded(f"{self.num_inflight} requests in flight, the limit is {self.max_queued}")
+
+    def _pick(self) -> _Slot:
+        alive = [slot for slot in self._slots if slot.llm.is_alive and not slot.restarting]
+        if not alive:
+            raise EngineUnavailable("no engine is available; one is restarting")
+        return min(alive, key=lambda slot: slot.llm.num_inflight)
+
+    async def generate(
+        self, request_id: str, prompt_token_ids: list[int], params: SamplingParams
+    ) -> AsyncIterator[Any]:
+        """The engine's delta outputs; a dead core surfaces as EngineUnavailable."""
+        slot = self._pick()
+        llm = slot.llm
+        self.num_inflight += 1
+        stream = llm.generate(request_id, prompt_token_ids, params)
+        try:
+            async for out in stream:
+                yield out
+        except (ValueError, asyncio.CancelledError, GeneratorExit):
+            raise
+        except Exception as exc:
+            if llm.is_alive:
+                raise
+            raise EngineUnavailable(f"engine {slot.index} died while serving the request") from exc
+        finally:
+            self.num_inflight -= 1
+            await stream.aclose()
+
+    # --- supervision -----------------------------------------------------------------------
+
+    async def supervise(self, interval_s: float = 0.5) -> None:
+        """Runs until cancelled: restarts every core whose process died."""
+        while True:
+            await asyncio.sleep(interval_s)
+            for slot in self._slots:
+                if not slot.llm.is_alive and not slot.restarting and self._factory is not None:
+                    slot.restarting = True
+                    task = asyncio.create_task(self._restart(slot))
+                    self._restarts.add(task)
+                    task.add_done_callback(self._restarts.discard)
+
+    async def _restart(self, slot: _Slot) -> None:
+        log.warning("engine %d died; restarting it", slot.index)
+        try:
+            try:
+                await slot.llm.shutdown()
+            except Exception:
+                log.debug("shutdown of dead engine %d failed", slot.index, exc_info=True)
+            while True:
+                try:
+                    slot.llm = await self._factory(slot.index)
+                    break
+                except Exception:
+                    log.exception("restart of engine %d failed; retrying", slot.index)
+                    await asyncio.sleep(2.0)
+            self.num_restarts += 1
+            log.warning("engine %d restarted", slot.index)
+        finally:
+            slot.restarting = False
+
+    async def shutdown(self) -> None:
+        for task in list(self._restarts):
+            task.cancel()
+        await asyncio.gather(*(slot.llm.shutdown() for slot in self._slots), return_exceptions=True)

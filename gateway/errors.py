@@ -1,0 +1,110 @@
+"""OpenAI error bodies: the ApiError exception and the middleware that turns every failure into one."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+
+import msgspec
+from aiohttp import web
+
+from schemas.openai import ErrorBody, ErrorInfo
+
+log = logging.getLogger("gateway")
+
+_ENCODER = msgspec.json.Encoder()
+_PATH_RE = re.compile(r"at `\$\.?([^`]*)`")
+_MISSING_RE = re.compile(r"missing required field `([^`]+)`")
+
+
+class ApiError(Exception):
+    """A request the gateway refuses; raised by handlers, rendered by `error_middleware`."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        type: str = "invalid_request_error",
+        param: str | None = None,
+        code: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.type = type
+        self.param = param
+        self.code = code
+        self.headers = headers or {}
+
+    def body(self) -> bytes:
+        info = ErrorInfo(message=self.message, type=self.type, param=self.param, code=self.code)
+        return _ENCODER.encode(ErrorBody(error=info))
+
+    def response(self) -> web.Response:
+        return web.Response(
+            status=self.status, body=self.body(), content_type="application/json", headers=self.headers
+        )
+
+
+def bad_request(message: str, param: str | None = None) -> ApiError:
+    return ApiError(400, message, param=param, code="invalid_value" if param else None)
+
+
+def from_decode_error(exc: msgspec.DecodeError) -> ApiError:
+    """Malformed JSON or a field of the wrong type: always a 400, naming the field when known."""
+    text = str(exc)
+    if isinstance(exc, msgspec.ValidationError):
+        path = _PATH_RE.search(text)
+        missing = _MISSING_RE.search(text)
+        names = [m.group(1) for m in (path, missing) if m and m.group(1)]
+        return ApiError(400, text, param=".".join(names) or None, code="invalid_type")
+    return ApiError(400, f"Malformed JSON body: {text}", code="invalid_json")
+
+
+def from_value_error(exc: ValueError) -> ApiError:
+    """The engine's `ValueError("<field>: message")` as a 400 naming the field."""
+    text = str(exc)
+    field, sep, _ = text.partition(":")
+    param = field.strip() if sep and field.strip().isidentifier() else None
+    return ApiError(400, text, param=param, code="invalid_value")
+
+
+_HTTP_CODES = {
+    404: ("not_found_error", "not_found"),
+    405: ("invalid_request_error", "method_not_allowed"),
+    413: ("invalid_request_error", "request_too_large"),
+}
+
+
+def from_http_exception(exc: web.HTTPException) -> ApiError:
+    type_, code = _HTTP_CODES.get(exc.status, ("invalid_request_error", None))
+    message = exc.reason
+    if exc.status == 404:
+        message = "Not found"
+    elif exc.status == 413:
+        message = f"Request body too large: {exc.text}"
+    headers = {k: v for k, v in exc.headers.items() if k.lower() == "allow"}
+    return ApiError(exc.status, message, type=type_, code=code, headers=headers)
+
+
+@web.middleware
+async def error_middleware(request: web.Request, handler) -> web.StreamResponse:
+    """Renders ApiError and aiohttp's HTTP exceptions as OpenAI error bodies; a 500 is logged."""
+    try:
+        return await handler(request)
+    except ApiError as exc:
+        return exc.response()
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        return from_http_exception(exc).response()
+    except msgspec.DecodeError as exc:
+        return from_decode_error(exc).response()
+    except (ConnectionResetError, asyncio.CancelledError):
+        raise
+    except Exception:
+        log.exception("internal error while serving %s %s", request.method, request.path)
+        return ApiError(500, "Internal server error", type="internal_error", code="internal_error").response()

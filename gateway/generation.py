@@ -1,0 +1,107 @@
+"""What chat and completions share: body decoding, model and admission checks, n-way fan-out."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any, TypeVar
+
+import msgspec
+from aiohttp import web
+
+from gateway.engine_pool import EnginePool, EngineUnavailable, Overloaded
+from gateway.errors import ApiError, bad_request, from_decode_error, from_value_error
+from gateway.state import Services
+from schemas.engine import SamplingParams
+
+T = TypeVar("T")
+_DONE = object()
+
+
+async def read_body(request: web.Request, type_: type[T]) -> T:
+    """The JSON body decoded into `type_`; malformed or mistyped input is a 400, too big a 413."""
+    body = await request.read()
+    if not body.strip():
+        raise bad_request("The request body is empty; a JSON object is expected")
+    try:
+        return msgspec.json.decode(body, type=type_)
+    except msgspec.DecodeError as exc:
+        raise from_decode_error(exc) from None
+
+
+def check_model(services: Services, model: str | None) -> None:
+    if model and model != services.model_name and model != str(services.pool.model_info.path):
+        raise ApiError(
+            404,
+            f"The model `{model}` does not exist. This server serves `{services.model_name}`.",
+            param="model",
+            code="model_not_found",
+        )
+
+
+def unavailable(services: Services, exc: Exception) -> ApiError:
+    retry = {"Retry-After": str(services.settings.retry_after_s)}
+    if isinstance(exc, Overloaded):
+        return ApiError(429, f"The server is overloaded: {exc}", type="rate_limit_error",
+                        code="server_overloaded", headers=retry)
+    return ApiError(503, f"The engine is unavailable: {exc}", type="service_unavailable",
+                    code="engine_unavailable", headers=retry)
+
+
+def admit(services: Services, num_requests: int) -> None:
+    try:
+        services.pool.admit(num_requests)
+    except (Overloaded, EngineUnavailable) as exc:
+        raise unavailable(services, exc) from None
+
+
+def validate(services: Services, prompt_token_ids: list[int], params: SamplingParams) -> None:
+    try:
+        services.pool.validate(prompt_token_ids, params)
+    except ValueError as exc:
+        raise from_value_error(exc) from None
+
+
+async def _pump(pool: EnginePool, queue: asyncio.Queue, index: int, request_id: str,
+                prompt_token_ids: list[int], params: SamplingParams) -> None:
+    try:
+        async for out in pool.generate(request_id, prompt_token_ids, params):
+            queue.put_nowait((index, out))
+    except Exception as exc:  # handed to the consumer, which re-raises it
+        queue.put_nowait((index, exc))
+    finally:
+        queue.put_nowait((index, _DONE))
+
+
+Job = tuple[list[int], SamplingParams]  # one engine request: prompt token ids and its params
+
+
+async def fan_out(pool: EnginePool, request_id: str, jobs: list[Job]) -> AsyncIterator[tuple[int, Any]]:
+    """Runs one engine request per job (choice) and yields (job index, delta output) as they come.
+
+    Closing this iterator (or cancelling its consumer) cancels every engine request,
+    which aborts them in the engine.
+    """
+    if len(jobs) == 1:
+        async for out in pool.generate(request_id, *jobs[0]):
+            yield 0, out
+        return
+    queue: asyncio.Queue = asyncio.Queue()
+    tasks = [
+        asyncio.create_task(_pump(pool, queue, i, f"{request_id}-{i}", prompt_ids, params))
+        for i, (prompt_ids, params) in enumerate(jobs)
+    ]
+    try:
+        num_open = len(tasks)
+        while num_open:
+            index, item = await queue.get()
+            if item is _DONE:
+                num_open -= 1
+            elif isinstance(item, Exception):
+                raise item
+            else:
+                yield index, item
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)

@@ -1,0 +1,96 @@
+"""Prometheus metrics of one gateway app: request counts, latencies, tokens and engine gauges."""
+
+from __future__ import annotations
+
+import time
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+from gateway.engine_pool import EnginePool
+
+_LATENCY_BUCKETS = (0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 10.0, 20.0, 40.0)
+
+
+class GatewayMetrics:
+    """One registry per app (no process globals). Handlers record; `/metrics` renders."""
+
+    def __init__(self) -> None:
+        self.registry = reg = CollectorRegistry()
+        self.requests = Counter("gateway_requests", "HTTP requests by route and status", ["route", "status"], registry=reg)
+        self.ttft = Histogram(
+            "gateway_time_to_first_token_seconds", "Time to first token", buckets=_LATENCY_BUCKETS, registry=reg
+        )
+        self.itl = Histogram(
+            "gateway_inter_token_latency_seconds", "Time between output deltas", buckets=_LATENCY_BUCKETS, registry=reg
+        )
+        self.prompt_tokens = Counter("gateway_prompt_tokens", "Prompt tokens processed", registry=reg)
+        self.generation_tokens = Counter("gateway_generation_tokens", "Tokens generated", registry=reg)
+        self.num_inflight = Gauge("gateway_num_requests_inflight", "Engine requests in flight", registry=reg)
+        self.num_running = Gauge("gateway_num_requests_running", "Requests running in the engines", registry=reg)
+        self.num_waiting = Gauge("gateway_num_requests_waiting", "Requests waiting in the engines", registry=reg)
+        self.kv_usage = Gauge("gateway_kv_cache_usage_ratio", "Fraction of KV blocks in use", registry=reg)
+        self.kv_free = Gauge("gateway_kv_cache_free_blocks", "Free KV cache blocks", registry=reg)
+        self.kv_total = Gauge("gateway_kv_cache_total_blocks", "Total KV cache blocks", registry=reg)
+        self.prefix_hit_rate = Gauge("gateway_prefix_cache_hit_rate", "Prefix cache hits / queries", registry=reg)
+        self.preemptions = Gauge("gateway_num_preemptions", "Preemptions so far", registry=reg)
+        self.engines_alive = Gauge("gateway_engines_alive", "Engine cores alive", registry=reg)
+        self.engine_restarts = Gauge("gateway_engine_restarts", "Engine cores restarted", registry=reg)
+
+    def render(self, pool: EnginePool) -> bytes:
+        stats = pool.stats()
+        self.num_inflight.set(pool.num_inflight)
+        self.num_running.set(stats.num_running)
+        self.num_waiting.set(stats.num_waiting)
+        self.kv_usage.set(stats.kv_usage)
+        self.kv_free.set(stats.num_free_blocks)
+        self.kv_total.set(stats.num_total_blocks)
+        queries = stats.prefix_cache_queries
+        self.prefix_hit_rate.set(stats.prefix_cache_hits / queries if queries else 0.0)
+        self.preemptions.set(stats.num_preemptions)
+        self.engines_alive.set(pool.num_alive)
+        self.engine_restarts.set(pool.num_restarts)
+        return generate_latest(self.registry)
+
+
+class TokenTimer:
+    """Times one choice's outputs: the first records TTFT, each later one an inter-token latency."""
+
+    __slots__ = ("_metrics", "_start", "_last")
+
+    def __init__(self, metrics: GatewayMetrics, start: float) -> None:
+        self._metrics = metrics
+        self._start = start
+        self._last: float | None = None
+
+    def tick(self, num_tokens: int) -> None:
+        now = time.perf_counter()
+        if self._last is None:
+            self._metrics.ttft.observe(now - self._start)
+        elif num_tokens:
+            gap = (now - self._last) / num_tokens
+            for _ in range(num_tokens):
+                self._metrics.itl.observe(gap)
+        self._last = now
+        self._metrics.generation_tokens.inc(num_tokens)
+
+
+def metrics_middleware(metrics: GatewayMetrics):
+    """Counts every request by its matched route and final status."""
+
+    @web.middleware
+    async def middleware(request: web.Request, handler) -> web.StreamResponse:
+        route = request.match_info.route.resource
+        name = route.canonical if route is not None else "unmatched"
+        status = 500
+        try:
+            response = await handler(request)
+            status = response.status
+            return response
+        finally:
+            metrics.requests.labels(name, str(status)).inc()
+
+    return middleware
+
+
+CONTENT_TYPE = CONTENT_TYPE_LATEST

@@ -1,0 +1,176 @@
+"""POST /v1/completions: text completions for strings, string lists and token ids; echo, logprobs, stream."""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from typing import Any
+
+import msgspec
+from aiohttp import web
+
+from gateway.engine_pool import EngineUnavailable
+from gateway.errors import ApiError, bad_request
+from gateway.generation import admit, check_model, fan_out, read_body, unavailable, validate
+from gateway.metrics import TokenTimer
+from gateway.request_mapping import choice_params, sampling_params
+from gateway.sse import SseWriter
+from gateway.state import SERVICES, Services
+from schemas.openai import Completion, CompletionChoice, CompletionLogprobs, CompletionRequest, PromptTokensDetails, Usage
+
+_ENCODER = msgspec.json.Encoder()
+log = logging.getLogger("gateway")
+
+
+def _is_ids(item: Any) -> bool:
+    return isinstance(item, list) and bool(item) and all(isinstance(t, int) and not isinstance(t, bool) for t in item)
+
+
+def _prompts(services: Services, prompt: str | list[Any]) -> list[tuple[list[int], str | None]]:
+    """Each prompt as (token ids, text or None for token ids): a string, strings, token ids, lists of them."""
+    tokenizer = services.pool.tokenizer
+    if isinstance(prompt, str):
+        return [(tokenizer.encode(prompt), prompt)]
+    if _is_ids(prompt):
+        return [(list(prompt), None)]
+    if prompt and all(isinstance(p, str) for p in prompt):
+        return [(tokenizer.encode(p), p) for p in prompt]
+    if prompt and all(_is_ids(p) for p in prompt):
+        return [(list(p), None) for p in prompt]
+    raise bad_request("prompt must be a non-empty string, list of strings, token ids or lists of token ids", "prompt")
+
+
+class ChoiceText:
+    """One completion choice as it streams: text, token count, logprobs and finish reason."""
+
+    def __init__(self, echo: str, timer: TokenTimer) -> None:
+        self.echo = echo
+        self.text = ""
+        self.offset = len(echo)
+        self.timer = timer
+        self.num_tokens = 0
+        self.num_cached_tokens = 0
+        self.finish_reason: str | None = None
+        self.logprobs = CompletionLogprobs(tokens=[], token_logprobs=[], top_logprobs=[], text_offset=[])
+
+    def absorb(self, services: Services, out: Any) -> tuple[str, CompletionLogprobs | None]:
+        self.timer.tick(len(out.token_ids))
+        self.num_tokens += len(out.token_ids)
+        self.num_cached_tokens = max(self.num_cached_tokens, out.num_cached_tokens)
+        self.text += out.text
+        new = None
+        if out.logprobs:
+            new = CompletionLogprobs(tokens=[], token_logprobs=[], top_logprobs=[], text_offset=[])
+            for item in out.logprobs:
+                token = services.token_text(item.token_id)
+                new.tokens.append(token)
+                new.token_logprobs.append(item.logprob)
+                top = {services.token_text(t): lp for t, lp in zip(item.top_token_ids, item.top_logprobs)}
+                new.top_logprobs.append(top)
+                new.text_offset.append(self.offset)
+                self.offset += len(token)
+            for name in ("tokens", "token_logprobs", "top_logprobs", "text_offset"):
+                getattr(self.logprobs, name).extend(getattr(new, name))
+        if out.finished:
+            if out.finish_reason in ("abort", "error"):
+                raise EngineUnavailable(f"the engine ended the request ({out.finish_reason})")
+            self.finish_reason = out.finish_reason
+        return out.text, new
+
+
+class CompletionCall:
+    """One completions request after validation: a job per (prompt, choice)."""
+
+    def __init__(self, services: Services, req: CompletionRequest) -> None:
+        self.services = services
+        self.req = req
+        self.id = f"cmpl-{uuid.uuid4().hex}"
+        self.created = int(time.time())
+        start = time.perf_counter()
+        info = services.pool.model_info
+        self.jobs, self.choices, self.num_prompt_tokens = [], [], 0
+        for prompt_ids, prompt_text in _prompts(services, req.prompt):
+            params = sampling_params(
+                req, num_prompt_tokens=len(prompt_ids), max_model_len=info.max_model_len, vocab_size=info.vocab_size
+            )
+            validate(services, prompt_ids, params)
+            self.num_prompt_tokens += len(prompt_ids)
+            if req.echo and prompt_text is None:
+                prompt_text = services.pool.tokenizer.decode(prompt_ids)
+            for p in choice_params(params, req.n or 1):
+                self.jobs.append((prompt_ids, p))
+                self.choices.append(ChoiceText(prompt_text if req.echo else "", TokenTimer(services.metrics, start)))
+
+    def usage(self) -> Usage:
+        completion = sum(c.num_tokens for c in self.choices)
+        cached = max(c.num_cached_tokens for c in self.choices)
+        return Usage(prompt_tokens=self.num_prompt_tokens, completion_tokens=completion,
+                     total_tokens=self.num_prompt_tokens + completion,
+                     prompt_tokens_details=PromptTokensDetails(cached_tokens=cached))
+
+    def response(self, choices: list[CompletionChoice], usage: Usage | None = None) -> Completion:
+        return Completion(id=self.id, created=self.created, model=self.services.model_name, choices=choices, usage=usage)
+
+    def events(self):
+        self.services.metrics.prompt_tokens.inc(self.num_prompt_tokens)
+        return fan_out(self.services.pool, self.id, self.jobs)
+
+
+async def completions(request: web.Request) -> web.StreamResponse:
+    services = request.app[SERVICES]
+    req = await read_body(request, CompletionRequest)
+    check_model(services, req.model)
+    call = CompletionCall(services, req)
+    admit(services, len(call.jobs))
+    if req.stream:
+        return await _stream(request, call)
+    return await _complete(call)
+
+
+async def _complete(call: CompletionCall) -> web.Response:
+    events = call.events()
+    try:
+        async for index, out in events:
+            call.choices[index].absorb(call.services, out)
+    except EngineUnavailable as exc:
+        raise unavailable(call.services, exc) from None
+    finally:
+        await events.aclose()
+    want_logprobs = call.req.logprobs is not None
+    choices = [
+        CompletionChoice(index=i, text=c.echo + c.text, finish_reason=c.finish_reason,
+                         logprobs=c.logprobs if want_logprobs else None)
+        for i, c in enumerate(call.choices)
+    ]
+    return web.Response(body=_ENCODER.encode(call.response(choices, call.usage())), content_type="application/json")
+
+
+async def _stream(request: web.Request, call: CompletionCall) -> web.StreamResponse:
+    sse = SseWriter(request)
+    await sse.open()
+    events = call.events()
+    try:
+        echoes = [CompletionChoice(index=i, text=c.echo) for i, c in enumerate(call.choices) if c.echo]
+        await sse.send_many([call.response([choice]) for choice in echoes])
+        async for index, out in events:
+            choice = call.choices[index]
+            text, logprobs = choice.absorb(call.services, out)
+            if text or logprobs or choice.finish_reason:
+                item = CompletionChoice(index=index, text=text, logprobs=logprobs, finish_reason=choice.finish_reason)
+                await sse.send(call.response([item]))
+        if call.req.stream_options is not None and call.req.stream_options.include_usage:
+            await sse.send(call.response([], call.usage()))
+        await sse.done()
+    except ConnectionResetError:
+        pass  # the client left: closing `events` aborts its engine requests
+    except EngineUnavailable as exc:
+        await sse.error(unavailable(call.services, exc))
+    except ApiError as exc:
+        await sse.error(exc)
+    except Exception:
+        log.exception("completion stream %s failed", call.id)
+        await sse.error(ApiError(500, "Internal server error", type="internal_error", code="internal_error"))
+    finally:
+        await events.aclose()
+    return sse.response

@@ -1,0 +1,69 @@
+"""The gateway's settings and the per-app services handlers reach through one typed AppKey."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from aiohttp import web
+
+from gateway.chat_output import ParserConfig
+from gateway.chat_template import ChatRenderer
+from gateway.engine_pool import EnginePool
+from gateway.metrics import GatewayMetrics
+
+DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class GatewaySettings:
+    """Everything about the HTTP side; built once by the CLI (or a test)."""
+
+    served_model_name: str | None = None  # None: the engine's model name
+    api_key: str | None = None
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    reasoning_field: str = "reasoning_content"  # or "reasoning" (vLLM >= 0.11 naming)
+    parsers: ParserConfig = field(default_factory=ParserConfig)
+    retry_after_s: int = 1
+    stream_heartbeat_s: float | None = None
+
+
+@dataclass(slots=True)
+class Services:
+    """Created by `create_app`; the pool and what depends on its tokenizer are filled at startup."""
+
+    settings: GatewaySettings
+    metrics: GatewayMetrics
+    _pool: EnginePool | None = None
+    _renderer: ChatRenderer | None = None
+    model_name: str = ""
+    created: int = field(default_factory=lambda: int(time.time()))
+    token_text_cache: dict[int, str] = field(default_factory=dict)
+
+    def attach(self, pool: EnginePool) -> None:
+        self._pool = pool
+        self._renderer = ChatRenderer(pool.tokenizer)
+        self.model_name = self.settings.served_model_name or pool.model_info.name
+
+    @property
+    def pool(self) -> EnginePool:
+        if self._pool is None:
+            raise RuntimeError("the engine pool is not started")
+        return self._pool
+
+    @property
+    def renderer(self) -> ChatRenderer:
+        if self._renderer is None:
+            raise RuntimeError("the engine pool is not started")
+        return self._renderer
+
+    def token_text(self, token_id: int) -> str:
+        """The text of one token, as logprobs show it (cached: the vocabulary is fixed)."""
+        text = self.token_text_cache.get(token_id)
+        if text is None:
+            text = self.pool.tokenizer.decode([token_id], skip_special_tokens=False)
+            self.token_text_cache[token_id] = text
+        return text
+
+
+SERVICES = web.AppKey("services", Services)

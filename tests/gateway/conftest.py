@@ -1,0 +1,56 @@
+"""Fixtures for gateway tests: the tiny tokenizer, a fake engine pool and an in-process test client."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+
+from gateway.app import create_app
+from gateway.engine_pool import EnginePool
+from gateway.state import GatewaySettings
+from tests.gateway.fake_engine import FakeLLM
+from tests.helpers.tiny_model import make_tiny_model
+
+
+@pytest.fixture(scope="session")
+def tokenizer(tmp_path_factory):
+    from transformers import AutoTokenizer
+
+    path = make_tiny_model(tmp_path_factory.mktemp("tiny-llama"), "llama")
+    return AutoTokenizer.from_pretrained(str(path))
+
+
+@pytest.fixture
+async def make_client(tokenizer) -> AsyncIterator[Callable]:
+    """make_client(settings=..., engines=[...], max_queued=...) -> a started TestClient."""
+    clients: list[TestClient] = []
+
+    async def make(settings: GatewaySettings | None = None, engines: list | None = None,
+                   max_queued: int = 256, restart: bool = True, **fake_kwargs) -> TestClient:
+        fakes = engines or [FakeLLM(tokenizer, **fake_kwargs)]
+
+        async def factory(index: int) -> FakeLLM:
+            fresh = FakeLLM(tokenizer, **fake_kwargs)
+            fakes.append(fresh)
+            return fresh
+
+        async def start_pool() -> EnginePool:
+            return EnginePool(list(fakes), factory if restart else None, max_queued=max_queued)
+
+        app = create_app(settings or GatewaySettings(), start_pool)
+        client = TestClient(TestServer(app))
+        await client.start_server()
+        client.fakes = fakes  # type: ignore[attr-defined]
+        clients.append(client)
+        return client
+
+    yield make
+    for client in clients:
+        await client.close()
+
+
+@pytest.fixture
+async def client(make_client) -> TestClient:
+    return await make_client()

@@ -1,0 +1,158 @@
+"""A scripted fake of engine.AsyncLLM for gateway tests: same interface, canned text, real tokenizer."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from schemas.engine import EngineStats, SamplingParams, TokenLogprob
+
+DEFAULT_PIECES = ["Hello", ",", " world", "!", " How", " are", " you", " today", "?", " Fine", "."]
+
+Script = Callable[[list[int], SamplingParams], list[str]]
+
+
+class FakeEngineDead(Exception):
+    """What the fake raises in every in-flight generate() when killed (EngineDeadError's stand-in)."""
+
+
+@dataclass
+class FakeModelInfo:
+    name: str = "fake-model"
+    path: Path | None = None
+    max_model_len: int = 256
+    vocab_size: int = 0
+    eos_token_ids: list[int] = field(default_factory=list)
+
+
+@dataclass
+class FakeOutput:
+    token_ids: list[int]
+    text: str
+    logprobs: list[TokenLogprob] | None
+    finished: bool
+    finish_reason: str | None
+    stop_reason: int | str | None
+    num_prompt_tokens: int
+    num_cached_tokens: int = 0
+
+
+def default_script(prompt_token_ids: list[int], params: SamplingParams) -> list[str]:
+    """Greedy: the fixed pieces; sampled with a seed: a seed-dependent shuffle of them."""
+    if params.temperature == 0 or params.seed is None:
+        return list(DEFAULT_PIECES)
+    pieces = list(DEFAULT_PIECES)
+    random.Random(params.seed).shuffle(pieces)
+    return pieces
+
+
+class FakeLLM:
+    """Emits `script(prompt, params)` one piece per step, honouring max_tokens and stop strings,
+    allocating fake KV blocks that return to the pool when a request ends or is aborted."""
+
+    def __init__(self, tokenizer: Any, *, script: Script = default_script, max_model_len: int = 256,
+                 num_blocks: int = 64, block_size: int = 16, step_delay_s: float = 0.0) -> None:
+        self.tokenizer = tokenizer
+        self.model_info = FakeModelInfo(max_model_len=max_model_len, vocab_size=len(tokenizer),
+                                        eos_token_ids=[tokenizer.eos_token_id])
+        self.script = script
+        self.block_size = block_size
+        self.num_total_blocks = num_blocks
+        self.num_free_blocks = num_blocks
+        self.step_delay_s = step_delay_s
+        self.is_alive = True
+        self.num_inflight = 0
+        self.aborted: list[str] = []
+        self.requests: list[tuple[str, list[int], SamplingParams]] = []
+        self._dead = asyncio.Event()
+
+    @property
+    def stats(self) -> EngineStats:
+        used = self.num_total_blocks - self.num_free_blocks
+        return EngineStats(num_running=self.num_inflight, num_total_blocks=self.num_total_blocks,
+                           num_free_blocks=self.num_free_blocks, kv_usage=used / self.num_total_blocks)
+
+    def validate(self, prompt_token_ids: list[int], params: SamplingParams) -> None:
+        if not prompt_token_ids:
+            raise ValueError("prompt_token_ids: the prompt is empty")
+        if any(not 0 <= t < self.model_info.vocab_size for t in prompt_token_ids):
+            raise ValueError("prompt_token_ids: token id out of range")
+        if params.max_tokens is not None and len(prompt_token_ids) + params.max_tokens > self.model_info.max_model_len:
+            raise ValueError("max_tokens: prompt + max_tokens exceeds max_model_len")
+
+    def kill(self) -> None:
+        self.is_alive = False
+        self._dead.set()
+
+    async def abort(self, request_id: str) -> None:
+        self.aborted.append(request_id)
+
+    async def shutdown(self) -> None:
+        self.is_alive = False
+
+    async def generate(self, request_id: str, prompt_token_ids: list[int], params: SamplingParams):
+        if not self.is_alive:
+            raise FakeEngineDead("engine core is dead")
+        self.validate(prompt_token_ids, params)
+        self.requests.append((request_id, prompt_token_ids, params))
+        num_blocks = math.ceil((len(prompt_token_ids) + (params.max_tokens or 0)) / self.block_size)
+        self.num_free_blocks -= num_blocks
+        self.num_inflight += 1
+        finished = False
+        try:
+            async for out in self._steps(prompt_token_ids, params):
+                finished = out.finished
+                yield out
+        finally:
+            self.num_free_blocks += num_blocks
+            self.num_inflight -= 1
+            if not finished and self.is_alive:
+                self.aborted.append(request_id)
+
+    async def _step(self) -> None:
+        if self.step_delay_s:
+            dead = asyncio.ensure_future(self._dead.wait())
+            try:
+                await asyncio.wait([dead], timeout=self.step_delay_s)
+            finally:
+                dead.cancel()
+        else:
+            await asyncio.sleep(0)
+        if not self.is_alive:
+            raise FakeEngineDead("engine core died")
+
+    async def _steps(self, prompt_token_ids: list[int], params: SamplingParams):
+        pieces = self.script(prompt_token_ids, params)
+        num_tokens, text_so_far = 0, ""
+        for i, piece in enumerate(pieces):
+            await self._step()
+            token_ids = self.tokenizer.encode(piece, add_special_tokens=False)
+            num_tokens += len(token_ids)
+            text_so_far += piece
+            reason, stop_reason = None, None
+            for stop in params.stop or ():
+                cut = text_so_far.find(stop)
+                if cut >= 0:
+                    piece = piece[: max(0, len(piece) - (len(text_so_far) - cut))]
+                    reason, stop_reason = "stop", stop
+                    break
+            if reason is None and params.max_tokens is not None and num_tokens >= params.max_tokens:
+                reason = "length"
+            if reason is None and i == len(pieces) - 1:
+                reason = "stop"
+            logprobs = self._logprobs(token_ids, params)
+            yield FakeOutput(token_ids, piece, logprobs, reason is not None, reason, stop_reason,
+                             len(prompt_token_ids), 0)
+            if reason is not None:
+                return
+
+    def _logprobs(self, token_ids: list[int], params: SamplingParams) -> list[TokenLogprob] | None:
+        if params.logprobs is None:
+            return None
+        k = params.logprobs
+        return [TokenLogprob(t, -0.25, [t, *range(1, k)][:k], [-0.25, *[-3.0] * (k - 1)][:k]) for t in token_ids]
