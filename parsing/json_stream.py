@@ -11,6 +11,7 @@ _HEX = frozenset("0123456789abcdefABCDEF")
 _ESCAPES = frozenset('"\\/bfnrt')
 _LITERALS = frozenset(("true", "false", "null"))
 _ATOM_START = frozenset("-0123456789tfn")
+_CONTROL = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 
 # scanner modes
 VALUE, FIRST_VALUE, FIRST_KEY, KEY, COLON, AFTER, STRING, ATOM, DONE, ERROR = range(10)
@@ -190,7 +191,7 @@ class JsonScanner:
                 out.append(ch)
                 self.escape = 1
             else:  # a raw control character: escape it so the text stays valid JSON
-                out.append("\\u%04x" % ord(ch))
+                out.append(_CONTROL.get(ch) or "\\u%04x" % ord(ch))
         return pos
 
     def completion(self) -> str:

@@ -6,11 +6,11 @@ import random
 import pytest
 
 import parsing
-from tests.parsing import corpus_json
+from tests.parsing import corpus_json, corpus_native, corpus_xml
 from tests.parsing.cases import Case
 from tests.parsing.harness import check_events, check_expected, key, random_chunks, run
 
-CASES: list[Case] = corpus_json.CASES
+CASES: list[Case] = corpus_json.CASES + corpus_native.CASES + corpus_xml.CASES
 NATIVE_IDS = {"kimi_k2"}
 
 
