@@ -6,7 +6,6 @@ non-streaming reply is the `MessageBuilder` sum of the same deltas, so they agre
 
 from __future__ import annotations
 
-import secrets
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -83,81 +82,79 @@ class ParsedOutput:
     """Adapts a `parsing.open_stream(...)` stream: its events become DeltaParts."""
 
     def __init__(self, stream: Any) -> None:
+        import parsing
+
+        self._events = parsing
         self._stream = stream
-        self._ids: dict[int, str] = {}
         self.num_tool_calls = 0
 
     def feed(self, text: str) -> DeltaParts:
         return self._convert(self._stream.feed(text))
 
     def close(self) -> DeltaParts:
-        return self._convert(self._stream.close() or [])
+        return self._convert(self._stream.close())
 
     def _convert(self, events: list[Any]) -> DeltaParts:
+        ev = self._events
         parts = DeltaParts()
         for event in events:
-            kind = _event_kind(event)
-            if kind == "content":
-                parts.content += _event_text(event)
-            elif kind == "reasoning":
-                parts.reasoning += _event_text(event)
-            elif kind == "tool_call":
-                parts.tool_calls.append(self._tool_part(event))
+            if isinstance(event, ev.ContentDelta):
+                parts.content += event.text
+            elif isinstance(event, ev.ReasoningDelta):
+                parts.reasoning += event.text
+            elif isinstance(event, ev.ToolCallStart):
+                self.num_tool_calls = max(self.num_tool_calls, event.index + 1)
+                parts.tool_calls.append(ToolCallPart(index=event.index, id=event.id, name=event.name))
+            elif isinstance(event, ev.ToolCallArgs):
+                _add_arguments(parts.tool_calls, event.index, event.text)
         return parts
 
-    def _tool_part(self, event: Any) -> ToolCallPart:
-        index = int(getattr(event, "index", self.num_tool_calls))
-        name = getattr(event, "name", None)
-        arguments = getattr(event, "arguments", None) or getattr(event, "arguments_delta", None) or ""
-        if name is not None and index not in self._ids:
-            self._ids[index] = getattr(event, "id", None) or f"call_{secrets.token_hex(12)}"
-            self.num_tool_calls = max(self.num_tool_calls, index + 1)
-            return ToolCallPart(index=index, id=self._ids[index], name=name, arguments=arguments)
-        return ToolCallPart(index=index, arguments=arguments)
 
-
-def _event_kind(event: Any) -> str:
-    kind = str(getattr(event, "kind", None) or getattr(event, "type", None) or type(event).__name__).lower()
-    if "reason" in kind or "think" in kind:
-        return "reasoning"
-    if "tool" in kind or "call" in kind:
-        return "tool_call"
-    return "content"
-
-
-def _event_text(event: Any) -> str:
-    for name in ("text", "delta", "content"):
-        value = getattr(event, name, None)
-        if isinstance(value, str):
-            return value
-    return ""
+def _add_arguments(calls: list[ToolCallPart], index: int, text: str) -> None:
+    """Arguments join the same call's last fragment in this delta, else start a new fragment."""
+    if calls and calls[-1].index == index:
+        calls[-1].arguments += text
+    else:
+        calls.append(ToolCallPart(index=index, arguments=text))
 
 
 @dataclass(frozen=True, slots=True)
 class ParserConfig:
-    """Which output formats to parse; from the CLI's --tool-parser / --reasoning-parser."""
+    """Which output format to parse; from the CLI's --tool-parser / --reasoning-parser
+    (a format name of parsing/, or "auto": detected from the chat template at startup)."""
 
     tool_parser: str | None = None
     reasoning_parser: str | None = None
-    model_hint: str = ""
+
+
+def resolve_parsers(config: ParserConfig, tokenizer: Any) -> ParserConfig:
+    """Replaces "auto" by the detected format; raises ValueError for an unknown format name."""
+    if not (config.tool_parser or config.reasoning_parser):
+        return config
+    import parsing
+
+    detected = None
+    if "auto" in (config.tool_parser, config.reasoning_parser):
+        template = getattr(tokenizer, "chat_template", None) or ""
+        detected = parsing.detect_format(template, list(getattr(tokenizer, "all_special_tokens", [])))
+    names = []
+    for name in (config.tool_parser, config.reasoning_parser):
+        name = detected if name == "auto" else name
+        if name is not None and name not in parsing.formats():
+            raise ValueError(f"unknown parser format {name!r}; known: {', '.join(parsing.formats())}")
+        names.append(name)
+    return ParserConfig(tool_parser=names[0], reasoning_parser=names[1])
 
 
 def open_output(config: ParserConfig, tools: list[dict] | None, starts_in_reasoning: bool) -> OutputStream:
-    """The output stream for one choice: parsed when a parser is configured and parsing/ is there."""
-    fmt = config.tool_parser if tools else None
-    fmt = fmt or config.reasoning_parser
+    """The output stream for one choice. The tool parser runs when the request offers tools;
+    the reasoning parser otherwise; with neither, all text is content."""
+    fmt = (config.tool_parser if tools else None) or config.reasoning_parser
     if not fmt:
         return PlainOutput()
-    try:
-        import parsing
-    except ImportError:
-        return PlainOutput()
-    open_stream = getattr(parsing, "open_stream", None)
-    if open_stream is None:
-        return PlainOutput()
-    if fmt == "auto":
-        fmt = config.model_hint
-    return ParsedOutput(open_stream(fmt, tools or [], starts_in_reasoning))
+    import parsing
+
+    return ParsedOutput(parsing.open_stream(fmt, tools or [], starts_in_reasoning))
 
 
 class MessageBuilder:

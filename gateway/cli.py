@@ -96,8 +96,7 @@ def serve(args: argparse.Namespace) -> int:
         api_key=args.api_key,
         max_body_bytes=args.max_body_bytes,
         reasoning_field=args.reasoning_field,
-        parsers=ParserConfig(tool_parser=args.tool_parser, reasoning_parser=args.reasoning_parser,
-                             model_hint=args.served_model_name or args.model or ""),
+        parsers=ParserConfig(tool_parser=args.tool_parser, reasoning_parser=args.reasoning_parser),
     )
     try:
         config = _engine_config(args)

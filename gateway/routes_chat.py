@@ -13,7 +13,7 @@ from gateway.chat_choice import ChoiceState
 from gateway.chat_output import open_output
 from gateway.chat_template import tool_dicts
 from gateway.engine_pool import EngineUnavailable
-from gateway.errors import ApiError
+from gateway.errors import ApiError, from_value_error
 from gateway.generation import admit, check_model, fan_out, read_body, unavailable, validate
 from gateway.metrics import TokenTimer
 from gateway.request_mapping import choice_params, sampling_params
@@ -65,7 +65,7 @@ class ChatCall:
         self.states = [
             ChoiceState(
                 services,
-                open_output(services.settings.parsers, tools, rendered.starts_in_reasoning),
+                open_output(services.parsers, tools, rendered.starts_in_reasoning),
                 TokenTimer(services.metrics, self.start),
                 want_logprobs=bool(req.logprobs),
                 named_tool=named,
@@ -111,6 +111,8 @@ async def _complete(call: ChatCall) -> web.Response:
             call.states[index].absorb(out)
     except EngineUnavailable as exc:
         raise unavailable(call.services, exc) from None
+    except ValueError as exc:  # the engine refused the request after admission
+        raise from_value_error(exc) from None
     finally:
         await events.aclose()
     choices = [
@@ -151,6 +153,8 @@ async def _stream(request: web.Request, call: ChatCall) -> web.StreamResponse:
         await sse.error(unavailable(call.services, exc))
     except ApiError as exc:
         await sse.error(exc)
+    except ValueError as exc:
+        await sse.error(from_value_error(exc))
     except Exception:
         log.exception("chat stream %s failed", call.id)
         await sse.error(ApiError(500, "Internal server error", type="internal_error", code="internal_error"))

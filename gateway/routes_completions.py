@@ -11,7 +11,7 @@ import msgspec
 from aiohttp import web
 
 from gateway.engine_pool import EngineUnavailable
-from gateway.errors import ApiError, bad_request
+from gateway.errors import ApiError, bad_request, from_value_error
 from gateway.generation import admit, check_model, fan_out, read_body, unavailable, validate
 from gateway.metrics import TokenTimer
 from gateway.request_mapping import choice_params, sampling_params
@@ -135,6 +135,8 @@ async def _complete(call: CompletionCall) -> web.Response:
             call.choices[index].absorb(call.services, out)
     except EngineUnavailable as exc:
         raise unavailable(call.services, exc) from None
+    except ValueError as exc:  # the engine refused the request after admission
+        raise from_value_error(exc) from None
     finally:
         await events.aclose()
     want_logprobs = call.req.logprobs is not None
@@ -168,6 +170,8 @@ async def _stream(request: web.Request, call: CompletionCall) -> web.StreamRespo
         await sse.error(unavailable(call.services, exc))
     except ApiError as exc:
         await sse.error(exc)
+    except ValueError as exc:
+        await sse.error(from_value_error(exc))
     except Exception:
         log.exception("completion stream %s failed", call.id)
         await sse.error(ApiError(500, "Internal server error", type="internal_error", code="internal_error"))

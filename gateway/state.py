@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 
-from gateway.chat_output import ParserConfig
+from gateway.chat_output import ParserConfig, resolve_parsers
 from gateway.chat_template import ChatRenderer
 from gateway.engine_pool import EnginePool
 from gateway.metrics import GatewayMetrics
@@ -36,6 +36,7 @@ class Services:
     metrics: GatewayMetrics
     _pool: EnginePool | None = None
     _renderer: ChatRenderer | None = None
+    parsers: ParserConfig = field(default_factory=ParserConfig)
     model_name: str = ""
     created: int = field(default_factory=lambda: int(time.time()))
     token_text_cache: dict[int, str] = field(default_factory=dict)
@@ -43,6 +44,7 @@ class Services:
     def attach(self, pool: EnginePool) -> None:
         self._pool = pool
         self._renderer = ChatRenderer(pool.tokenizer)
+        self.parsers = resolve_parsers(self.settings.parsers, pool.tokenizer)
         self.model_name = self.settings.served_model_name or pool.model_info.name
 
     @property

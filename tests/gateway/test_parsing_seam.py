@@ -1,0 +1,82 @@
+"""Chat output through parsing/: reasoning and tool-call deltas, streamed and not, agree."""
+
+from __future__ import annotations
+
+import json
+
+from gateway.chat_output import ParserConfig
+from gateway.state import GatewaySettings
+from tests.gateway.sse_helpers import read_events
+
+TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+    "type": "object", "properties": {"city": {"type": "string"}}}}}]
+MESSAGES = [{"role": "user", "content": "Weather in Paris?"}]
+CALL_TEXT = ["Let me check.", "<tool_call>", '{"name": "get_wea', 'ther", "arguments": {"ci', 'ty": "Pa',
+             'ris"}}', "</tool_call>"]
+THINK_TEXT = ["<think>", "The user ", "greets.", "</think>", "Hello", " there"]
+
+
+def _script(pieces):
+    return lambda prompt_ids, params: list(pieces)
+
+
+async def _client(make_client, pieces, **parsers):
+    settings = GatewaySettings(parsers=ParserConfig(**parsers))
+    return await make_client(settings, script=_script(pieces))
+
+
+async def test_tool_calls_stream_and_agree(make_client):
+    client = await _client(make_client, CALL_TEXT, tool_parser="hermes")
+    payload = {"messages": MESSAGES, "tools": TOOLS}
+    body = await (await client.post("/v1/chat/completions", json=payload)).json()
+    choice = body["choices"][0]
+    assert choice["finish_reason"] == "tool_calls"
+    message = choice["message"]
+    assert message["content"] == "Let me check."
+    (call,) = message["tool_calls"]
+    assert call["type"] == "function" and call["function"]["name"] == "get_weather"
+    assert json.loads(call["function"]["arguments"]) == {"city": "Paris"}
+
+    events = await read_events(await client.post("/v1/chat/completions", json={**payload, "stream": True}))
+    deltas = [e["choices"][0]["delta"] for e in events[:-1]]
+    fragments = [t for d in deltas for t in d.get("tool_calls", [])]
+    assert fragments[0]["id"] and fragments[0]["type"] == "function"
+    assert fragments[0]["function"]["name"] == "get_weather"
+    assert all("name" not in f["function"] and "id" not in f for f in fragments[1:])
+    assert all(f["index"] == 0 for f in fragments)
+    assert "".join(f["function"]["arguments"] for f in fragments) == call["function"]["arguments"]
+    assert "".join(d.get("content") or "" for d in deltas) == "Let me check."
+    assert [e["choices"][0]["finish_reason"] for e in events[:-1] if e["choices"][0]["finish_reason"]] == ["tool_calls"]
+
+
+async def test_no_tools_means_no_tool_parsing(make_client):
+    client = await _client(make_client, CALL_TEXT, tool_parser="hermes")
+    body = await (await client.post("/v1/chat/completions", json={"messages": MESSAGES})).json()
+    assert body["choices"][0]["message"]["content"] == "".join(CALL_TEXT)
+    assert body["choices"][0]["finish_reason"] == "stop"
+
+
+async def test_reasoning_field(make_client):
+    client = await _client(make_client, THINK_TEXT, reasoning_parser="qwen3")
+    body = await (await client.post("/v1/chat/completions", json={"messages": MESSAGES})).json()
+    message = body["choices"][0]["message"]
+    assert message == {"role": "assistant", "content": "Hello there", "reasoning_content": "The user greets."}
+    events = await read_events(await client.post("/v1/chat/completions", json={"messages": MESSAGES, "stream": True}))
+    deltas = [e["choices"][0]["delta"] for e in events[:-1]]
+    assert "".join(d.get("reasoning_content", "") for d in deltas) == "The user greets."
+    assert "".join(d.get("content", "") for d in deltas) == "Hello there"
+
+
+async def test_auto_detects_from_the_template(make_client):
+    client = await _client(make_client, CALL_TEXT, tool_parser="auto")
+    body = await (await client.post("/v1/chat/completions", json={"messages": MESSAGES, "tools": TOOLS})).json()
+    assert body["choices"][0]["finish_reason"] == "tool_calls"
+
+
+async def test_named_tool_choice_finishes_with_stop(make_client):
+    client = await _client(make_client, CALL_TEXT, tool_parser="hermes")
+    payload = {"messages": MESSAGES, "tools": TOOLS,
+               "tool_choice": {"type": "function", "function": {"name": "get_weather"}}}
+    body = await (await client.post("/v1/chat/completions", json=payload)).json()
+    assert body["choices"][0]["finish_reason"] == "stop"
+    assert body["choices"][0]["message"]["tool_calls"]
