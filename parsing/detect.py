@@ -26,6 +26,7 @@ _RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("hermes", ("<tool_call>",)),
     ("deepseek_r1", ("<｜Assistant｜>", "<think>")),
     ("qwen3", ("<think>",)),
+    ("hermes", ("<|im_start|>",)),  # ChatML models (SmolLM2, Qwen2.5, Hermes) call tools this way
 )
 
 

@@ -83,7 +83,7 @@ class EnvelopeReader:
 
     def step(self, buf: str, pos: int, final: bool) -> int:
         self.at = pos
-        new = getattr(self, "_" + self.state)(buf, pos, final)
+        new = _ENVELOPE_STEPS[self.state](self, buf, pos, final)
         if not self.started and self.outcome is None:
             self.raw.append(buf[pos:new])
         return new
@@ -237,6 +237,10 @@ class EnvelopeReader:
             self.args_sent = True
         self.state = "between"
         return pos + 1
+
+
+_ENVELOPE_STEPS = {name: getattr(EnvelopeReader, "_" + name) for name in (
+    "open", "between", "key", "key_str", "colon", "value_start", "value", "member_end")}
 
 
 class HeaderReader:

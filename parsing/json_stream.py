@@ -34,7 +34,7 @@ class JsonScanner:
         self.in_key = False
         self.escape = 0  # 0: none, 1: after a backslash, 2..5: \u with (escape - 2) hex digits
         self.atom = ""
-        self.held = ""
+        self.held: list[str] = []  # a comma and the whitespace after it
         self.resume = VALUE
 
     @property
@@ -58,7 +58,7 @@ class JsonScanner:
             elif buf[pos] in " \t\r\n":
                 end = _WS.match(buf, pos).end()
                 if self.held:
-                    self.held += buf[pos:end]
+                    self.held.append(buf[pos:end])
                 else:
                     out.append(buf[pos:end])
                 pos = end
@@ -73,8 +73,8 @@ class JsonScanner:
 
     def _flush(self, out: list[str]) -> None:
         if self.held:
-            out.append(self.held)
-            self.held = ""
+            out.extend(self.held)
+            self.held = []
 
     def _after_value(self) -> None:
         self.mode = AFTER if self.stack else DONE
@@ -83,7 +83,7 @@ class JsonScanner:
         mode = self.mode
         if mode == AFTER:
             if ch == ",":
-                self.held = ","
+                self.held = [","]
                 self.mode = KEY if self.stack[-1] == "}" else VALUE
                 return pos + 1
             if ch == self.stack[-1]:
@@ -200,7 +200,7 @@ class JsonScanner:
         parts: list[str] = []
         if mode == ATOM:
             if _atom_ok(self.atom):
-                parts.append(self.held + self.atom)
+                parts.append("".join(self.held) + self.atom)
                 mode = AFTER
             else:
                 mode = AFTER if self.held else VALUE

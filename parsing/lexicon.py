@@ -32,6 +32,13 @@ class Lexicon:
         """True when the text from start to the end could still become a longer marker."""
         return len(buf) - start < self._max_len and buf[start:] in self._prefixes
 
+    def first_start(self, buf: str, pos: int) -> int:
+        """Index of the first character at or after pos that begins some marker, or -1."""
+        if self._starts is None:
+            return -1
+        m = self._starts.search(buf, pos)
+        return m.start() if m else -1
+
     def hold_start(self, buf: str, pos: int) -> int:
         """Where the held-back tail begins: the first index whose rest is a marker's prefix."""
         if self._starts is None:

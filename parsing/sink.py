@@ -19,7 +19,7 @@ class Sink:
     whitespace, so framing newlines never reach the client.
     """
 
-    __slots__ = ("events", "num_calls", "id_style", "_kind", "_open", "_ws", "_rng", "_had")
+    __slots__ = ("events", "num_calls", "id_style", "_kind", "_open", "_ws", "_rng", "_had", "_parts")
 
     def __init__(self, id_style: str) -> None:
         self.events: list[Event] = []
@@ -27,17 +27,29 @@ class Sink:
         self.id_style = id_style
         self._kind = -1
         self._open = False
-        self._ws = ""
+        self._ws: list[str] = []  # trailing whitespace of the segment, not yet sent
+        self._parts: list[str] = []  # text of the last event, joined when it is handed out
         self._rng = random.Random()
         self._had = [False, False]  # [kind]: a segment of this kind already had text
 
     def take(self) -> list[Event]:
+        """Hand out the events made so far (called once per feed or close)."""
+        if len(self._parts) > 1:
+            self._seal()
         events, self.events = self.events, []
         return events
+
+    def _seal(self) -> None:
+        if len(self._parts) > 1:
+            self.events[-1].text = "".join(self._parts)
+        self._parts = []
 
     def text(self, kind: int, text: str) -> None:
         """Add reasoning (kind 0) or content (kind 1) text to the current segment."""
         if not text:
+            return
+        if kind == self._kind and self._open and not self._ws and not text[-1].isspace():
+            self._push(ReasoningDelta(text) if kind == REASONING else ContentDelta(text))
             return
         if kind != self._kind:
             self.end_segment()
@@ -48,18 +60,20 @@ class Sink:
                 if not text:
                     return
             self._open = True
-        if self._ws:
-            text = self._ws + text
-        body = text.rstrip()
-        self._ws = text[len(body):]
-        if body:
-            self._had[kind] = True
-            self._push(ReasoningDelta(body) if kind == REASONING else ContentDelta(body))
+        stripped = text.rstrip()
+        if not stripped:
+            self._ws.append(text)
+            return
+        body = "".join(self._ws) + stripped if self._ws else stripped
+        tail = text[len(stripped):]
+        self._ws = [tail] if tail else []
+        self._had[kind] = True
+        self._push(ReasoningDelta(body) if kind == REASONING else ContentDelta(body))
 
     def end_segment(self) -> None:
         """A marker (or the end of output) ends the current text segment."""
         self._open = False
-        self._ws = ""
+        self._ws.clear()
         self._kind = -1
 
     def start_call(self, name: str, call_id: str | None = None) -> int:
@@ -67,6 +81,7 @@ class Sink:
         self.end_segment()
         index = self.num_calls
         self.num_calls += 1
+        self._seal()
         self.events.append(ToolCallStart(index, call_id or self.new_id(), name))
         return index
 
@@ -82,9 +97,15 @@ class Sink:
 
     def _push(self, event: Event) -> None:
         events = self.events
-        if events:
+        if not events:
+            events.append(event)
+            self._parts = [event.text]
+            return
+        if self._parts:
             last = events[-1]
             if type(last) is type(event) and getattr(last, "index", 0) == getattr(event, "index", 0):
-                last.text += event.text
+                self._parts.append(event.text)
                 return
+        self._seal()
         events.append(event)
+        self._parts = [event.text]

@@ -44,10 +44,20 @@ class ParserStream:
         self._in_block = False
         self._closed = False
 
+    @property
+    def num_held(self) -> int:
+        """Characters held back so far because they could still start a marker."""
+        return len(self._pending)
+
     def feed(self, text: str) -> list[Event]:
         """Scan one delta of any size; returns the events it made certain."""
         if self._closed:
             raise RuntimeError("feed() after close()")
+        state = self._state
+        if state <= M.CONTENT and self._started and not self._pending:
+            if self._m.lexicons[state].first_start(text, 0) < 0:  # fast path: plain text
+                self._sink.text(CONTENT if state == M.CONTENT else REASONING, text)
+                return self._sink.take()
         if text:
             buf = self._pending + text if self._pending else text
             self._pending = buf[self._run(buf):]
@@ -103,7 +113,11 @@ class ParserStream:
             self._started = True
             pos = p
         lex = self._m.lexicons[state]
-        hit = lex.search(buf, pos)
+        first = lex.first_start(buf, pos)
+        if first < 0:  # fast path: nothing here can begin a marker
+            self._emit(state, buf[pos:] if pos else buf)
+            return len(buf)
+        hit = lex.search(buf, first)
         if hit is not None:
             start, marker = hit
             if not self._final and lex.may_grow(buf, start):
@@ -114,7 +128,7 @@ class ParserStream:
             if action != M.DROP:
                 self._sink.end_segment()
             return self._act(action, state, buf, start, marker)
-        end = len(buf) if self._final else lex.hold_start(buf, pos)
+        end = len(buf) if self._final else lex.hold_start(buf, first)
         self._emit(state, buf[pos:end])
         return end
 

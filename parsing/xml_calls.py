@@ -67,7 +67,7 @@ class XmlCallReader:
         self.key = ""
 
     def step(self, buf: str, pos: int, final: bool) -> int:
-        return getattr(self, "_" + self.state)(buf, pos, final)
+        return _XML_STEPS[self.state](self, buf, pos, final)
 
     def finish(self) -> None:
         """End of output: close an open string value and the arguments object."""
@@ -144,9 +144,10 @@ class XmlCallReader:
 
     def _value(self, buf: str, pos: int, final: bool) -> int:
         lex = self.plan.value
-        hit = lex.search(buf, pos)
+        first = lex.first_start(buf, pos)
+        hit = None if first < 0 else lex.search(buf, first)
         if hit is None:
-            end = len(buf) if final else lex.hold_start(buf, pos)
+            end = len(buf) if final or first < 0 else lex.hold_start(buf, first)
             self._text(buf[pos:end])
             return end
         start, marker = hit
@@ -190,3 +191,6 @@ class XmlCallReader:
         else:
             self.sink.args(self._prefix() + convert("".join(self.parts), self.kind))
         self.state, self.parts = "params", []
+
+
+_XML_STEPS = {name: getattr(XmlCallReader, "_" + name) for name in ("head", "params", "phead", "value")}

@@ -6,8 +6,10 @@ import json
 import math
 import re
 from dataclasses import dataclass
+from json.encoder import encode_basestring
 from typing import Any, Callable
 
+_NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f]')
 _INT = re.compile(r"[-+]?[0-9]+\Z")
 _ORDER = ("integer", "number", "boolean", "object", "array", "any", "string")
 _FAIL = object()
@@ -124,4 +126,6 @@ def convert(text: str, kind: ValueKind) -> str:
 
 def escape(text: str) -> str:
     """JSON-escape text for the inside of a JSON string (per character, so chunks concatenate)."""
-    return json.dumps(text, ensure_ascii=False)[1:-1]
+    if _NEEDS_ESCAPE.search(text) is None:
+        return text
+    return encode_basestring(text)[1:-1]
