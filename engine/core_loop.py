@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import queue
+import signal
 import socket
 import threading
 
@@ -76,6 +77,9 @@ def _loop(core: EngineCore, conn: BlockingConnection, inbox: queue.Queue) -> Non
 def run_core_process(config: EngineConfig, socket_path: str) -> None:
     """Entry point of the engine-core process: connect back to the client, then serve."""
     logging.basicConfig(level=logging.WARNING)
+    # Ctrl-C reaches the whole process group; the client (gateway) drains in-flight requests
+    # and then shuts this core down, so the core itself must not die of SIGINT.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.connect(socket_path)
     serve_core(config, sock)
