@@ -32,7 +32,7 @@ _RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 def detect_format(chat_template: str, special_tokens: list[str]) -> str | None:
     """The format whose markers the template or the special tokens mention, or None."""
-    haystack = (chat_template or "") + "\n" + "\n".join(special_tokens or ())
+    haystack = (chat_template or "") + "\x00" + "\x00".join(special_tokens or ())
     for name, needles in _RULES:
         if all(n in haystack for n in needles):
             return name
