@@ -1,0 +1,167 @@
+"""Benchmark the streaming parser: cost per character from 1 KB to 1 MB outputs.
+
+Feeds realistic outputs (reasoning, content, then a tool call whose arguments are half the
+text) through parsing.open_stream one character and one token (4 characters) at a time,
+prints microseconds per character and MB/s per format and size, and compares with a naive
+baseline that re-parses the accumulated text on every delta (how legacy tool parsers work).
+
+    python benchmarks/parsing_stream.py                 # default formats and sizes
+    python benchmarks/parsing_stream.py --quick         # 1 KB and 100 KB only
+    python benchmarks/parsing_stream.py --plot out.png  # also save a PNG
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import parsing  # noqa: E402
+
+DEFAULT_FORMATS = ["qwen3", "qwen3_coder", "deepseek_v31", "kimi_k2", "glm47", "minimax_m2", "gpt_oss"]
+SIZES = {"1KB": 1_000, "100KB": 100_000, "1MB": 1_000_000}
+LINE = 'The model explains: use <b>bold</b>, {"k": [1, 2]} and "quotes" here, é 東京.\n'
+TOOLS = [{"type": "function", "function": {"name": "write_file", "parameters": {
+    "type": "object", "properties": {"path": {"type": "string"}, "text": {"type": "string"}}}}}]
+
+
+def _fill(size: int) -> str:
+    return (LINE * (size // len(LINE) + 1))[:size]
+
+
+def _call(fmt: str, text: str) -> str:
+    syn = parsing.call_syntax(fmt)
+    if syn["args"] == "json":
+        body = json.dumps({"path": "a.txt", "text": text}, ensure_ascii=False)
+    else:
+        body = "".join(syn["param_begin"].replace("{key}", k).replace("{string}", "true") + v
+                       + syn["param_end"] for k, v in (("path", "a.txt"), ("text", text)))
+    call = syn["begin"].replace("{name}", "write_file").replace("{index}", "0") + body + syn["end"]
+    return syn.get("block_begin", "") + call + syn.get("block_end", "")
+
+
+def make_output(fmt: str, size: int) -> str:
+    """About `size` characters: a quarter reasoning, a quarter content, half arguments."""
+    quarter = _fill(size // 4)
+    if fmt == "gpt_oss":
+        head = (f"<|channel|>analysis<|message|>{quarter}<|end|><|start|>assistant<|channel|>final"
+                f"<|message|>{quarter}<|end|><|start|>assistant")
+    else:
+        tags = parsing.reasoning_tags(fmt)
+        head = (f"{tags[0]}{quarter}{tags[1]}" if tags else "") + quarter
+    return head + _call(fmt, _fill(size // 2).replace("</", "< /"))
+
+
+def stream_seconds(fmt: str, text: str, chunk: int) -> float:
+    chunks = [text[i:i + chunk] for i in range(0, len(text), chunk)]
+    s = parsing.open_stream(fmt, TOOLS)
+    feed = s.feed
+    t0 = time.perf_counter()
+    for c in chunks:
+        feed(c)
+    s.close()
+    return time.perf_counter() - t0
+
+
+def naive_seconds(fmt: str, text: str, chunk: int) -> float:
+    """Legacy style: on every delta, parse all text so far and diff against what was sent."""
+    sent: dict[int, int] = {}
+    sent_content = 0
+    t0 = time.perf_counter()
+    for end in range(chunk, len(text) + chunk, chunk):
+        parsed = parsing.parse(text[:end], fmt, TOOLS)
+        content = parsed.content or ""
+        _delta = content[sent_content:]
+        sent_content = len(content)
+        for i, call in enumerate(parsed.tool_calls):
+            _delta = call.arguments[sent.get(i, 0):]
+            sent[i] = len(call.arguments)
+    return time.perf_counter() - t0
+
+
+def us_per_char(fn, fmt: str, text: str, chunk: int, total: int) -> float:
+    """Microseconds per input character over about `total` characters of work.
+
+    Small outputs are repeated so that every size does the same amount of work; taking the
+    best of many short runs would flatter the small sizes on a busy machine.
+    """
+    reps = max(1, total // len(text))
+    seconds = sum(fn(fmt, text, chunk) for _ in range(reps))
+    return seconds / (reps * len(text)) * 1e6
+
+
+def run_stream_table(formats: list[str], sizes: dict[str, int], total: int) -> dict:
+    results: dict = {}
+    print(f"{'format':<14}{'delta':>7}" + "".join(f"{name + ' us/ch':>15}" for name in sizes)
+          + f"{'MB/s@max':>10}{'max/1KB':>9}")
+    for fmt in formats:
+        for mode, chunk in (("char", 1), ("token", 4)):
+            row = {name: us_per_char(stream_seconds, fmt, make_output(fmt, n), chunk, total)
+                   for name, n in sizes.items()}
+            results[(fmt, mode)] = row
+            first, last = row[next(iter(sizes))], row[list(sizes)[-1]]
+            print(f"{fmt:<14}{mode:>7}" + "".join(f"{row[name]:>15.3f}" for name in sizes)
+                  + f"{1 / last:>10.2f}{last / first:>9.2f}")
+    return results
+
+
+def run_naive_table(fmt: str, sizes: list[int]) -> dict:
+    print(f"\nnaive re-parse baseline vs stream ({fmt}, 4-character deltas)")
+    print(f"{'size':>8}{'naive us/ch':>14}{'stream us/ch':>14}{'speedup':>10}")
+    results = {}
+    for n in sizes:
+        text = make_output(fmt, n)
+        naive = us_per_char(naive_seconds, fmt, text, 4, 8_000)
+        stream = us_per_char(stream_seconds, fmt, text, 4, 200_000)
+        results[n] = (naive, stream)
+        print(f"{n:>8}{naive:>14.2f}{stream:>14.3f}{naive / stream:>10.1f}")
+    return results
+
+
+def plot(path: str, stream: dict, naive: dict, sizes: dict[str, int]) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 5))
+    xs = list(sizes.values())
+    for (fmt, mode), row in stream.items():
+        if mode == "token":
+            ax.plot(xs, [row[k] for k in sizes], marker="o", label=f"{fmt} (stream)")
+    nx = sorted(naive)
+    ax.plot(nx, [naive[n][0] for n in nx], marker="x", linestyle="--", color="black",
+            label="naive re-parse (qwen3)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("output size (characters)")
+    ax.set_ylabel("microseconds per character (4-char deltas)")
+    ax.set_title("Streaming parser cost per character")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    print(f"\nplot written to {path}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--formats", default=",".join(DEFAULT_FORMATS), help="comma list, or 'all'")
+    ap.add_argument("--quick", action="store_true", help="1 KB and 100 KB only")
+    ap.add_argument("--plot", metavar="PNG", help="save a plot")
+    args = ap.parse_args()
+    formats = parsing.formats() if args.formats == "all" else args.formats.split(",")
+    sizes = dict(SIZES)
+    if args.quick:
+        sizes.pop("1MB")
+    print(f"python {sys.version.split()[0]}; us/ch = microseconds per character "
+          "(each cell averages the same amount of work)\n")
+    stream = run_stream_table(formats, sizes, 100_000 if args.quick else 300_000)
+    naive = run_naive_table("qwen3", [1_000, 4_000, 16_000] if args.quick else [1_000, 4_000, 16_000, 32_000])
+    if args.plot:
+        plot(args.plot, stream, naive, sizes)
+
+
+if __name__ == "__main__":
+    main()
