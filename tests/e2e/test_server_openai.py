@@ -1,0 +1,113 @@
+"""The real server (tiny random model, two engine cores) driven by the official openai client."""
+
+from __future__ import annotations
+
+import asyncio
+
+import aiohttp
+import openai
+import pytest
+
+MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Say hello to the world."}]
+
+
+@pytest.fixture
+def client(server):
+    return openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0, timeout=120)
+
+
+@pytest.fixture
+def aclient(server):
+    return openai.AsyncOpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0, timeout=120)
+
+
+def test_models(client):
+    models = client.models.list()
+    assert [m.id for m in models.data] == ["tiny"]
+    assert client.models.retrieve("tiny").id == "tiny"
+    with pytest.raises(openai.NotFoundError):
+        client.models.retrieve("nope")
+
+
+def test_chat_stream_equals_non_stream_greedy(client):
+    kwargs = dict(model="tiny", messages=MESSAGES, temperature=0, max_tokens=24)
+    full = client.chat.completions.create(**kwargs)
+    choice = full.choices[0]
+    assert choice.finish_reason in ("stop", "length") and choice.message.role == "assistant"
+    assert full.usage.completion_tokens >= 1
+    stream = client.chat.completions.create(**kwargs, stream=True, stream_options={"include_usage": True})
+    chunks = list(stream)
+    assert len({c.id for c in chunks}) == 1
+    assert chunks[0].choices[0].delta.role == "assistant"
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == (choice.message.content or "")
+    finishes = [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason]
+    assert finishes == [choice.finish_reason]
+    assert chunks[-1].choices == [] and chunks[-1].usage.completion_tokens == full.usage.completion_tokens
+    assert all(c.usage is None for c in chunks[:-1])
+
+
+def test_chat_seed_n_and_logprobs(client):
+    kwargs = dict(model="tiny", messages=MESSAGES, temperature=1.0, max_tokens=12, seed=11)
+    first = client.chat.completions.create(**kwargs)
+    again = client.chat.completions.create(**kwargs)
+    assert first.choices[0].message.content == again.choices[0].message.content
+    many = client.chat.completions.create(**kwargs, n=3, logprobs=True, top_logprobs=2)
+    assert [c.index for c in many.choices] == [0, 1, 2]
+    assert len({c.message.content for c in many.choices}) > 1
+    for choice in many.choices:
+        entries = choice.logprobs.content
+        assert entries and all(len(e.top_logprobs) == 2 and e.logprob <= 0 for e in entries)
+
+
+def test_stop_string_never_reaches_the_client(client):
+    kwargs = dict(model="tiny", messages=MESSAGES, temperature=0, max_tokens=24)
+    text = client.chat.completions.create(**kwargs).choices[0].message.content
+    assert text and len(text) > 4
+    stop = text[3:5]
+    cut = text[: text.index(stop)]
+    stopped = client.chat.completions.create(**kwargs, stop=[stop])
+    assert stopped.choices[0].message.content == cut
+    assert stopped.choices[0].finish_reason == "stop"
+    streamed = "".join(
+        c.choices[0].delta.content or "" for c in client.chat.completions.create(**kwargs, stop=[stop], stream=True)
+    )
+    assert streamed == cut
+
+
+def test_completions(client, server):
+    full = client.completions.create(model="tiny", prompt="The quick brown", max_tokens=10, temperature=0,
+                                     echo=True, logprobs=2)
+    choice = full.choices[0]
+    assert choice.text.startswith("The quick brown")
+    assert len(choice.logprobs.tokens) == full.usage.completion_tokens
+    many = client.completions.create(model="tiny", prompt=["Hello", "World"], max_tokens=4, temperature=0)
+    assert [c.index for c in many.choices] == [0, 1]
+    ids = client.completions.create(model="tiny", prompt=[[5, 6, 7], [8, 9]], max_tokens=4, temperature=0, n=2)
+    assert [c.index for c in ids.choices] == [0, 1, 2, 3]
+    stream = client.completions.create(model="tiny", prompt="The quick brown", max_tokens=10, temperature=0,
+                                       stream=True)
+    assert "The quick brown" + "".join(c.choices[0].text for c in stream) == choice.text
+
+
+async def test_tokenize_detokenize_embeddings(client, server):
+    async with aiohttp.ClientSession(server.url) as http:
+        async with http.post("/tokenize", json={"prompt": "Hello world"}) as resp:
+            tokens = (await resp.json())["tokens"]
+        async with http.post("/detokenize", json={"tokens": tokens}) as resp:
+            assert (await resp.json())["prompt"] == "Hello world"
+    with pytest.raises(openai.APIStatusError) as err:
+        client.embeddings.create(model="tiny", input="x")
+    assert err.value.status_code == 501
+
+
+async def test_64_concurrent_streams_all_finish(aclient):
+    async def one(i: int) -> str:
+        stream = await aclient.chat.completions.create(
+            model="tiny", messages=[{"role": "user", "content": f"Request {i}"}], max_tokens=8,
+            temperature=0, stream=True)
+        reasons = [c.choices[0].finish_reason async for c in stream if c.choices and c.choices[0].finish_reason]
+        return reasons[0]
+
+    reasons = await asyncio.gather(*(one(i) for i in range(64)))
+    assert len(reasons) == 64 and set(reasons) <= {"stop", "length"}
