@@ -24,7 +24,7 @@ class Compiled:
 def compile_one(fmt: Format) -> Compiled:
     body = fmt.body
     if isinstance(body, Xml):
-        plan: JsonPlan | XmlPlan | None = xml_plan(body, fmt.call_close, fmt.block_close)
+        plan: JsonPlan | XmlPlan | None = xml_plan(body, fmt.call_close, fmt.block_close, fmt.call_open)
     elif isinstance(body, (Envelope, Header)):
         plan = json_plan(body, fmt.call_close, fmt.block_close)
     else:

@@ -25,12 +25,15 @@ class XmlPlan:
     param_re: re.Pattern[str]
     params: Lexicon  # inside a call: parameter opener, call closer, block closer
     param_stop: Lexicon
-    value: Lexicon
+    value: Lexicon  # inside a value: its closer, or a parameter opener / call closer when the
+    #                 model skipped the value's closer
     confirm: tuple[str, ...]  # what may follow a value closer that is structural
+    confirm_call: tuple[str, ...]  # what may follow a call closer met inside a value
     call_close: str | None
 
 
-def xml_plan(xml: Xml, call_close: str | None, block_close: str | None) -> XmlPlan:
+def xml_plan(xml: Xml, call_close: str | None, block_close: str | None,
+             call_open: tuple[str, ...] = ()) -> XmlPlan:
     confirm = tuple(m for m in (xml.param_open, call_close, block_close) if m)
     return XmlPlan(
         xml=xml,
@@ -39,8 +42,9 @@ def xml_plan(xml: Xml, call_close: str | None, block_close: str | None) -> XmlPl
         param_re=re.compile(xml.param_pattern, re.S),
         params=Lexicon(confirm),
         param_stop=Lexicon([xml.param_stop]),
-        value=Lexicon([xml.value_close]),
+        value=Lexicon([m for m in (xml.value_close, xml.param_open, call_close) if m]),
         confirm=confirm,
+        confirm_call=tuple(m for m in (block_close, *call_open) if m),
         call_close=call_close,
     )
 
@@ -153,12 +157,19 @@ class XmlCallReader:
         start, marker = hit
         self._text(buf[pos:start])
         after = start + len(marker)
+        if marker == self.plan.xml.param_open:  # the model skipped the value's closer
+            self._end_value()
+            self.state = "phead"
+            return after
+        confirm = self.plan.confirm if marker == self.plan.xml.value_close else self.plan.confirm_call
         q, n = after, len(buf)
         while q < n and buf[q] in _WS:
             q += 1
-        confirm = self.plan.confirm
         if any(buf.startswith(c, q) for c in confirm) or (final and q == n):
             self._end_value()
+            if marker != self.plan.xml.value_close:
+                self.sink.args("}")
+                self.outcome = CALL_END
             return after
         if not final and (q == n or any(c.startswith(buf[q:]) for c in confirm if n - q < len(c))):
             return start

@@ -43,6 +43,12 @@ QWEN3_CODER = [
        calls=(("run_code", {"code": "print(1)\npri"}),)),
     qc("qwen3_coder", "truncated_typed", "<tool_call>\n<function=get_weather>\n<parameter=city>\nA\n"
        "</parameter>\n<parameter=days>\n1", calls=((W, {"city": "A"}),)),
+    qc("qwen3_coder", "skipped_value_closer",
+       "<tool_call>\n<function=get_weather>\n<parameter=city>\nOslo\n<parameter=days>\n2\n</function>\n</tool_call>",
+       calls=((W, {"city": "Oslo", "days": 2}),)),
+    qc("qwen3_coder", "function_close_in_value",
+       "<tool_call>\n" + fn("run_code", ("code", "a = '</function>' + b")) + "</tool_call>",
+       calls=(("run_code", {"code": "a = '</function>' + b"}),)),
     qc("qwen3_coder", "unicode", "<tool_call>\n" + fn(W, ("city", 'Zürich "東京" \\ 🌧️\t')) + "</tool_call>",
        calls=((W, {"city": 'Zürich "東京" \\ 🌧️\t'}),)),
 ]
@@ -109,6 +115,10 @@ MINIMAX = [
        + "</minimax:tool_call>", calls=(("other", {"n": "1"}),)),
     qc("minimax_m2", "content_only", "Thinking done.</think>Answer: 42.", reasoning="Thinking done.",
        content="Answer: 42.", starts_in_reasoning=True),
+    qc("minimax_m2", "skipped_closer_before_invoke_end",
+       '<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="days">3\n</invoke>\n'
+       '<invoke name="get_time">\n</invoke>\n</minimax:tool_call>',
+       calls=((W, {"days": 3}), ("get_time", {}))),
     qc("minimax_m2", "truncated", '<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">Be',
        calls=((W, {"city": "Be"}),)),
 ]
