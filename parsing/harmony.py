@@ -20,13 +20,14 @@ class HarmonyHeaderReader:
     message body is: analysis is reasoning, final and recipient-less commentary are content,
     a `functions.NAME` recipient makes the body a call's JSON arguments."""
 
-    __slots__ = ("sink", "plan", "outcome", "parts", "next_reader")
+    __slots__ = ("sink", "plan", "outcome", "parts", "next_reader", "state")
 
     def __init__(self, sink: Sink, plan: JsonPlan, marker: str) -> None:
         self.sink, self.plan = sink, plan
         self.outcome: str | None = None
         self.parts = [marker]
         self.next_reader: HeaderReader | None = None
+        self.state = "header"
 
     def finish(self) -> None:
         self.outcome = M.TO_CONTENT

@@ -250,7 +250,7 @@ class HeaderReader:
     (or the call's closer) shows the header is complete.
     """
 
-    __slots__ = ("sink", "plan", "outcome", "head", "name", "scan")
+    __slots__ = ("sink", "plan", "outcome", "head", "name", "scan", "state")
 
     def __init__(self, sink: Sink, plan: JsonPlan, name: str | None = None) -> None:
         self.sink, self.plan = sink, plan
@@ -258,6 +258,7 @@ class HeaderReader:
         self.head: list[str] = []
         self.name = name
         self.scan: JsonScanner | None = None
+        self.state = "head"
 
     def finish(self) -> None:
         if self.scan is not None:
@@ -281,6 +282,7 @@ class HeaderReader:
                 self.outcome = BODY_END
                 return brace
             self.scan = JsonScanner()
+            self.state = "args"
             return self._args(buf, brace)
         end = len(buf) if final else self.plan.closers.hold_start(buf, pos)
         self.head.append(buf[pos:end])

@@ -37,7 +37,9 @@ class Xml:
     """Arguments as XML-like parameters, typed by the tool schema (or a `string` attribute).
 
     The call header runs from the call opener to one of `name_stop` (consumed when it is
-    also in `name_eat`); a parameter header runs from `param_open` to `param_stop`.
+    also in `name_eat`); a parameter header runs from `param_open` to `param_stop`; the
+    value follows `value_open` when the format has one (the value starts anyway when the
+    model leaves it out).
     """
     name_pattern: str
     name_stop: str
@@ -47,6 +49,7 @@ class Xml:
     param_pattern: str
     value_close: str
     strip_newline: bool
+    value_open: str = ""  # an optional tag between the parameter header and its value
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,8 +12,13 @@ _WS = " \t\r\n"
 
 
 class Reader(Protocol):
-    """A call-body reader: consumes text, emits through the sink, then sets `outcome`."""
+    """A call-body reader: consumes text, emits through the sink, then sets `outcome`.
+
+    `state` names its inner state; a step that consumes nothing must change it (a
+    zero-width transition) or mean that the reader waits for more text.
+    """
     outcome: str | None
+    state: str
 
     def step(self, buf: str, pos: int, final: bool) -> int: ...
     def finish(self) -> None: ...
@@ -81,9 +86,12 @@ class ParserStream:
         while pos < n:
             state, reader = self._state, self._reader
             if state == M.READER:
+                inner = reader.state
                 new = reader.step(buf, pos, self._final)
                 if reader.outcome is not None:
                     self._after_reader(reader.outcome)
+                elif new == pos and reader.state != inner:
+                    continue
             else:
                 new = self._text_step(buf, pos, state)
             if new == pos and self._state == state and self._reader is reader:

@@ -138,8 +138,21 @@ class XmlCallReader:
             self.kind = kind_of(self.props.get(self.key))
         if self.kind.streamable:
             self.sink.args(self._prefix() + '"')
-        self.state, self.parts = "value", []
+        self.state, self.parts = ("vopen" if self.plan.xml.value_open else "value"), []
         self.first, self.nl = True, False
+
+    def _vopen(self, buf: str, pos: int, final: bool) -> int:
+        opener, n = self.plan.xml.value_open, len(buf)
+        q = pos
+        while q < n and buf[q] in _WS:
+            q += 1
+        if buf.startswith(opener, q):
+            self.state = "value"
+            return q + len(opener)
+        if not final and (q == n or (n - q < len(opener) and opener.startswith(buf[q:]))):
+            return q
+        self.state = "value"  # the model left the opener out: the value starts here
+        return q
 
     def _prefix(self) -> str:
         sep = ", " if self.num_params else ""
@@ -204,4 +217,4 @@ class XmlCallReader:
         self.state, self.parts = "params", []
 
 
-_XML_STEPS = {name: getattr(XmlCallReader, "_" + name) for name in ("head", "params", "phead", "value")}
+_XML_STEPS = {name: getattr(XmlCallReader, "_" + name) for name in ("head", "params", "phead", "vopen", "value")}

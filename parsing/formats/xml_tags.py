@@ -49,10 +49,11 @@ _GLM_XML = Xml(
     name_stop="\n<",
     name_eat="\n",
     param_open="<arg_key>",
-    param_stop="<arg_value>",
-    param_pattern=r"\s*(?P<key>.*?)\s*</arg_key>\s*",
+    param_stop="</arg_key>",
+    param_pattern=r"\s*(?P<key>.*?)\s*",
     value_close="</arg_value>",
     strip_newline=False,
+    value_open="<arg_value>",
 )
 
 

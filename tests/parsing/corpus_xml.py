@@ -92,6 +92,9 @@ GLM = [
        calls=(("get_time", {}),), starts_in_reasoning=True),
     qc("glm47", "tool_call_in_value", glm("run_code", [("code", "a</tool_call>b"), ("verbose", "false")], ""),
        calls=(("run_code", {"code": "a</tool_call>b", "verbose": False}),)),
+    qc("glm47", "missing_value_opener",
+       "<tool_call>get_weather<arg_key>city</arg_key>Paris</arg_value><arg_key>days</arg_key>"
+       "<arg_value>2</arg_value></tool_call>", calls=((W, {"city": "Paris", "days": 2}),)),
     qc("glm47", "truncated_value", glm("run_code", [("code", "abc")], "")[:-24],
        calls=(("run_code", {"code": "abc"}),)),
 ]
