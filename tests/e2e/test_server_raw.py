@@ -1,0 +1,131 @@
+"""The real server over raw aiohttp: SSE framing, every error case, disconnects, a killed engine core."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import signal
+
+import aiohttp
+import pytest
+
+CHAT = "/v1/chat/completions"
+GOOD = {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4, "temperature": 0}
+
+
+async def read_sse(resp) -> list:
+    events, buffer = [], b""
+    async for data in resp.content.iter_any():
+        buffer += data
+        while b"\n\n" in buffer:
+            raw, buffer = buffer.split(b"\n\n", 1)
+            assert raw.startswith(b"data: ")
+            payload = raw[6:]
+            events.append("[DONE]" if payload == b"[DONE]" else json.loads(payload))
+    return events
+
+
+async def metric(http, name: str) -> float:
+    async with http.get("/metrics") as resp:
+        text = await resp.text()
+    match = re.search(rf"^{name} (\S+)$", text, re.M)
+    assert match, name
+    return float(match.group(1))
+
+
+async def expect_error(http, method: str, path: str, status: int, **kwargs) -> dict:
+    async with http.request(method, path, **kwargs) as resp:
+        assert resp.status == status, await resp.text()
+        error = (await resp.json())["error"]
+    assert set(error) == {"message", "type", "param", "code"}
+    async with http.post(CHAT, json=GOOD) as resp:  # the next good request still succeeds
+        assert resp.status == 200
+    return error
+
+
+@pytest.fixture
+async def http(server):
+    async with aiohttp.ClientSession(server.url) as session:
+        yield session
+
+
+async def test_sse_framing(http):
+    async with http.post(CHAT, json={**GOOD, "stream": True, "n": 2}) as resp:
+        assert resp.headers["Content-Type"].startswith("text/event-stream")
+        events = await read_sse(resp)
+    assert events[-1] == "[DONE]"
+    for index in (0, 1):
+        mine = [e["choices"][0] for e in events[:-1] if e["choices"][0]["index"] == index]
+        assert mine[0]["delta"] == {"role": "assistant", "content": ""}
+        assert [c["finish_reason"] for c in mine if c["finish_reason"]] in (["length"], ["stop"])
+
+
+@pytest.mark.parametrize(
+    ("body", "status"),
+    [
+        (b"{oops", 400),
+        (json.dumps({"messages": "x"}).encode(), 400),
+        (json.dumps({"messages": [{"role": "user", "content": "x"}], "n": "2"}).encode(), 400),
+        (json.dumps({"max_tokens": 3}).encode(), 400),
+        (json.dumps({**GOOD, "temperature": -3}).encode(), 400),
+        (json.dumps({**GOOD, "max_tokens": 10**6}).encode(), 400),
+        (json.dumps({**GOOD, "model": "gpt-4o"}).encode(), 404),
+        (json.dumps({**GOOD, "unknown_field": 1}).encode(), 200),
+    ],
+)
+async def test_bad_requests_then_a_good_one(http, body, status):
+    if status == 200:
+        async with http.post(CHAT, data=body) as resp:
+            assert resp.status == 200
+        return
+    await expect_error(http, "POST", CHAT, status, data=body)
+
+
+async def test_route_and_size_errors(http):
+    assert (await expect_error(http, "GET", "/v1/nope", 404))["code"] == "not_found"
+    big = b'{"messages": [{"role": "user", "content": "' + b"x" * (9 * 1024 * 1024) + b'"}]}'
+    assert (await expect_error(http, "POST", CHAT, 413, data=big))["code"] == "request_too_large"
+    assert (await expect_error(http, "POST", "/v1/embeddings", 501, json={"input": "x"}))["code"] == "not_implemented"
+
+
+async def test_disconnect_frees_blocks(http):
+    total = await metric(http, "gateway_kv_cache_total_blocks")
+    payload = {**GOOD, "max_tokens": 400, "ignore_eos": True, "stream": True}
+    resp = await http.post(CHAT, json=payload)
+    for _ in range(3):
+        await resp.content.readuntil(b"\n\n")
+    assert await metric(http, "gateway_num_requests_inflight") == 1
+    resp.close()
+    for _ in range(100):
+        if await metric(http, "gateway_kv_cache_free_blocks") == total:
+            break
+        await asyncio.sleep(0.1)
+    assert await metric(http, "gateway_kv_cache_free_blocks") == total
+    assert await metric(http, "gateway_num_requests_inflight") == 0
+
+
+async def test_killing_one_core_loses_no_other_request(http, server):
+    pids = server.core_pids()
+    assert len(pids) == 2
+    payload = {**GOOD, "max_tokens": 300, "ignore_eos": True, "stream": True}
+    streams = [await http.post(CHAT, json=payload) for _ in range(4)]
+    for resp in streams:
+        await resp.content.readuntil(b"\n\n")
+    os.kill(pids[0], signal.SIGKILL)
+    results = await asyncio.gather(*(read_sse(resp) for resp in streams))
+    failed = [r for r in results if any(isinstance(e, dict) and "error" in e for e in r)]
+    finished = [r for r in results if r[-2].get("choices") and r[-2]["choices"][0]["finish_reason"] == "length"]
+    assert len(failed) == 2 and len(finished) == 2
+    assert all(r[-1] == "[DONE]" for r in results)
+    async with http.post(CHAT, json=GOOD) as resp:  # the surviving core keeps serving
+        assert resp.status == 200
+    for _ in range(600):  # and the dead one comes back
+        async with http.get("/health") as resp:
+            if (await resp.json())["engines_alive"] == 2:
+                break
+        await asyncio.sleep(0.2)
+    assert await metric(http, "gateway_engines_alive") == 2
+    assert await metric(http, "gateway_engine_restarts") == 1
+    assert len(server.core_pids()) == 2
