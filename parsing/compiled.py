@@ -8,7 +8,8 @@ from typing import Callable
 from parsing import machine as M
 from parsing.formats import REGISTRY
 from parsing.harmony import HarmonyHeaderReader
-from parsing.json_calls import EnvelopeReader, HeaderReader, JsonPlan, json_plan
+from parsing.header_calls import HeaderReader
+from parsing.json_calls import EnvelopeReader, JsonPlan, json_plan
 from parsing.sink import Sink
 from parsing.spec import Envelope, Format, Header, Xml
 from parsing.xml_calls import XmlCallReader, XmlPlan, xml_plan

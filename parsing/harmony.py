@@ -4,7 +4,8 @@ from __future__ import annotations
 import re
 
 from parsing import machine as M
-from parsing.json_calls import HeaderReader, JsonPlan
+from parsing.header_calls import HeaderReader
+from parsing.json_calls import JsonPlan
 from parsing.lexicon import Lexicon
 from parsing.sink import Sink
 

@@ -1,7 +1,7 @@
 """Corpus: special-token formats (deepseek r1/v3/v31, kimi_k2, gpt_oss)."""
 from __future__ import annotations
 
-from tests.parsing.cases import TOOLS, Case
+from tests.parsing.cases import Case
 
 W = "get_weather"
 TB, TE = "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"
@@ -96,4 +96,3 @@ GPT_OSS = [
 ]
 
 CASES = DEEPSEEK + KIMI + GPT_OSS
-_ = TOOLS
