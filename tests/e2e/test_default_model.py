@@ -1,0 +1,35 @@
+"""A few end-to-end checks on the real default model (SmolLM2-135M-Instruct): slow, kept few."""
+
+from __future__ import annotations
+
+import openai
+import pytest
+
+from tests.e2e.conftest import ServerProcess
+
+pytestmark = pytest.mark.model
+QUESTION = [{"role": "user", "content": "What is the capital of France?"}]
+
+
+@pytest.fixture(scope="module")
+def default_server():
+    proc = ServerProcess("--max-model-len", "2048")
+    try:
+        proc.wait_ready(timeout_s=600)
+        yield proc
+    finally:
+        proc.stop()
+
+
+def test_answers_and_streams_the_same(default_server):
+    client = openai.OpenAI(base_url=default_server.url + "/v1", api_key="x", max_retries=0, timeout=300)
+    (model,) = client.models.list().data
+    kwargs = dict(model=model.id, messages=QUESTION, temperature=0, max_tokens=24)
+    full = client.chat.completions.create(**kwargs)
+    text = full.choices[0].message.content
+    assert "Paris" in text
+    stream = client.chat.completions.create(**kwargs, stream=True, stream_options={"include_usage": True})
+    chunks = list(stream)
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == text
+    assert chunks[-1].usage.prompt_tokens_details.cached_tokens > 0  # the same prompt again: prefix cache hit
+    assert chunks[-1].usage.completion_tokens == full.usage.completion_tokens

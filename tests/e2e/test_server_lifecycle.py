@@ -1,0 +1,68 @@
+"""A second server with an API key and a one-request queue: 401, 429 + Retry-After, Ctrl-C drain."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import aiohttp
+import pytest
+
+from tests.e2e.conftest import ServerProcess
+
+CHAT = "/v1/chat/completions"
+KEY = {"Authorization": "Bearer sekret"}
+GOOD = {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4, "temperature": 0}
+
+
+@pytest.fixture(scope="module")
+def small_server(tiny_model_dir):
+    proc = ServerProcess("--model", str(tiny_model_dir), "--max-num-seqs", "1", "--max-waiting", "0",
+                         "--max-model-len", "512", api_key="sekret")
+    try:
+        proc.wait_ready()
+        yield proc
+    finally:
+        proc.stop()
+
+
+async def test_api_key(small_server):
+    async with aiohttp.ClientSession(small_server.url) as http:
+        for headers in ({}, {"Authorization": "Bearer nope"}):
+            async with http.post(CHAT, json=GOOD, headers=headers) as resp:
+                assert resp.status == 401
+                assert (await resp.json())["error"]["code"] == "invalid_api_key"
+        async with http.get("/health") as resp:
+            assert resp.status == 200
+        async with http.post(CHAT, json=GOOD, headers=KEY) as resp:
+            assert resp.status == 200
+
+
+async def test_full_queue_is_429_with_retry_after(small_server):
+    async with aiohttp.ClientSession(small_server.url, headers=KEY) as http:
+        busy = await http.post(CHAT, json={**GOOD, "max_tokens": 60, "ignore_eos": True, "stream": True})
+        await busy.content.readuntil(b"\n\n")
+        async with http.post(CHAT, json=GOOD) as resp:
+            assert resp.status == 429
+            assert resp.headers["Retry-After"] == "1"
+            assert (await resp.json())["error"]["code"] == "server_overloaded"
+        await busy.read()
+        busy.close()
+        async with http.post(CHAT, json=GOOD) as resp:
+            assert resp.status == 200
+
+
+async def test_ctrl_c_drains_in_flight_requests(small_server):
+    """Runs last in this module: it stops the server."""
+    async with aiohttp.ClientSession(small_server.url, headers=KEY) as http:
+        resp = await http.post(CHAT, json={**GOOD, "max_tokens": 40, "ignore_eos": True, "stream": True})
+        await resp.content.readuntil(b"\n\n")
+        small_server.interrupt()
+        body = await resp.read()
+    events = [e[len(b"data: "):] for e in body.split(b"\n\n") if e]
+    assert events[-1] == b"[DONE]"
+    assert json.loads(events[-2])["choices"][0]["finish_reason"] == "length"
+    code = await asyncio.to_thread(small_server.proc.wait, 60)
+    assert code == 0, small_server.output
+    assert "Gateway stopped." in small_server.output
+    assert "Traceback" not in small_server.output
