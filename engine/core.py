@@ -107,6 +107,13 @@ class EngineCore:
             request = self.scheduler.requests.get(request_id)
             if request is not None:
                 self.scheduler.finish(request, "abort")
+        self._release_finished()
+
+    def _release_finished(self) -> None:
+        """Frees the runner slots of requests the scheduler has ended since the last plan."""
+        for request_id in self.scheduler.freed_req_ids:
+            self.runner.slots.remove(request_id)
+        self.scheduler.freed_req_ids.clear()
 
     def has_work(self) -> bool:
         return self.scheduler.has_work()
@@ -128,6 +135,7 @@ class EngineCore:
                     num_cached_tokens=max(request.num_cached_tokens, 0),
                 )
             )
+        self._release_finished()
         self.num_generation_tokens += len(outputs)
         return outputs
 

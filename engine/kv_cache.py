@@ -161,10 +161,11 @@ class KVCacheManager:
         new_ids = self.pool.allocate(needed) if needed > 0 else []
         state.block_ids.extend(new_ids)
         if self.enable_prefix_caching:
-            hashes = self._hashes(state, token_ids, min(num_tokens, len(token_ids)))
-            for i in range(state.num_registered, len(hashes)):
+            num_full = min(num_tokens, len(token_ids)) // self.block_size
+            hashes = self._hashes(state, token_ids, num_full * self.block_size)
+            for i in range(state.num_registered, num_full):
                 self.pool.register(state.block_ids[i], hashes[i])
-            state.num_registered = len(hashes)
+            state.num_registered = max(state.num_registered, num_full)
         return new_ids
 
     def free(self, request_id: str) -> None:

@@ -109,6 +109,19 @@ def convert_gguf(path: Path, cache_dir: Path) -> Path:
     return target
 
 
+def _save_dequantized(model, work: Path) -> None:
+    """Writes the dequantized weights and config (transformers refuses save_pretrained on a GGUF model)."""
+    from safetensors.torch import save_file
+
+    state = {name: t.detach().contiguous() for name, t in model.state_dict().items()}
+    if getattr(model.config, "tie_word_embeddings", False):
+        state.pop("lm_head.weight", None)
+    save_file(state, str(work / "model.safetensors"), metadata={"format": "pt"})
+    model.config.architectures = [type(model).__name__]
+    model.config.save_pretrained(str(work))
+    model.generation_config.save_pretrained(str(work))
+
+
 def _convert_into(path: Path, work: Path, meta: dict) -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -120,7 +133,7 @@ def _convert_into(path: Path, work: Path, meta: dict) -> None:
         steps.update(1)
         model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=torch.float32)
         steps.update(1)
-        model.save_pretrained(str(work))
+        _save_dequantized(model, work)
         tokenizer.save_pretrained(str(work))
         steps.update(1)
     except ValueError:
