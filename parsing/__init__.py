@@ -7,7 +7,7 @@
 """
 from __future__ import annotations
 
-from parsing.compiled import COMPILED, reader_factory
+from parsing.compiled import COMPILED, COMPILED_NO_CALLS, reader_factory
 from parsing.detect import detect_format
 from parsing.events import (ContentDelta, Event, Parsed, ReasoningDelta, ToolCall, ToolCallArgs,
                             ToolCallStart, collect)
@@ -27,25 +27,29 @@ def formats() -> list[str]:
     return list(NAMES)
 
 
-def _compiled(format: str):
+def _compiled(format: str, calls: bool = True):
     try:
-        return COMPILED[format]
+        return (COMPILED if calls else COMPILED_NO_CALLS)[format]
     except KeyError:
         raise ValueError(f"unknown parser format {format!r}; known: {', '.join(NAMES)}") from None
 
 
-def open_stream(format: str, tools: list[dict] | None = None,
-                starts_in_reasoning: bool = False) -> ParserStream:
-    """Start parsing one model output in `format`; `tools` type XML-style argument values."""
-    c = _compiled(format)
+def open_stream(format: str, tools: list[dict] | None = None, starts_in_reasoning: bool = False,
+                *, calls: bool = True) -> ParserStream:
+    """Start parsing one model output in `format`; `tools` type XML-style argument values.
+
+    `starts_in_reasoning`: the prompt already opened the reasoning section. `calls=False`
+    (tool_choice "none") leaves tool-call markup in the content, unparsed.
+    """
+    c = _compiled(format, calls)
     sink = Sink(c.machine.fmt.id_style)
     return ParserStream(c.machine, reader_factory(c, tools), sink, starts_in_reasoning)
 
 
 def parse(text: str, format: str, tools: list[dict] | None = None,
-          starts_in_reasoning: bool = False) -> Parsed:
+          starts_in_reasoning: bool = False, *, calls: bool = True) -> Parsed:
     """Parse a whole output at once; equal to collecting the events of any chunking."""
-    s = open_stream(format, tools, starts_in_reasoning)
+    s = open_stream(format, tools, starts_in_reasoning, calls=calls)
     return collect(s.feed(text) + s.close())
 
 

@@ -1,7 +1,7 @@
 """Compiled formats: each Format's Machine and body plan, and the reader factory per stream."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Callable
 
@@ -33,8 +33,18 @@ def compile_one(fmt: Format) -> Compiled:
     return Compiled(M.compile_format(fmt), plan)
 
 
+def without_calls(fmt: Format) -> Format:
+    """The same format with its tool-call syntax removed (for tool_choice "none")."""
+    reasoning = fmt.reasoning and replace(fmt.reasoning, ends=())
+    return replace(fmt, reasoning=reasoning, body=None, block_open=(), block_close=None, call_open=(),
+                   call_close=None, bare_calls=False, start_triggers=(), keep_triggers=())
+
+
 COMPILED: MappingProxyType[str, Compiled] = MappingProxyType(
     {name: compile_one(fmt) for name, fmt in REGISTRY.items()}
+)
+COMPILED_NO_CALLS: MappingProxyType[str, Compiled] = MappingProxyType(
+    {name: compile_one(without_calls(fmt)) for name, fmt in REGISTRY.items()}
 )
 
 

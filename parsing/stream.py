@@ -1,7 +1,7 @@
 """ParserStream: the one scanner loop that turns text deltas into parser events."""
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Callable, Protocol
 
 from parsing import machine as M
 from parsing.events import Event
@@ -36,9 +36,10 @@ class ParserStream:
     __slots__ = ("_m", "_sink", "_state", "_reader", "_pending", "_started", "_final",
                  "_in_block", "_new_reader", "_closed")
 
-    def __init__(self, m: M.Machine, new_reader, sink: Sink, starts_in_reasoning: bool) -> None:
+    def __init__(self, m: M.Machine, new_reader: Callable[[Sink, str, str], Reader], sink: Sink,
+                 starts_in_reasoning: bool) -> None:
         self._m = m
-        self._new_reader = new_reader  # (stream sink, action, header text) -> Reader
+        self._new_reader = new_reader  # (sink, action, marker) -> the reader of a call body
         self._sink = sink
         in_reasoning = starts_in_reasoning and m.fmt.reasoning is not None
         self._state = M.REASONING if in_reasoning else M.CONTENT

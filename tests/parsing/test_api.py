@@ -111,3 +111,13 @@ def test_reasoning_tags() -> None:
     assert parsing.reasoning_tags("qwen3") == ("<think>", "</think>")
     assert parsing.reasoning_tags("seed_oss") == ("<seed:think>", "</seed:think>")
     assert parsing.reasoning_tags("hermes") is None
+
+
+@pytest.mark.parametrize("fmt", ["qwen3", "qwen3_coder", "kimi_k2", "llama3_json"])
+def test_calls_false_keeps_markup_as_content(fmt: str) -> None:
+    syn = parsing.call_syntax(fmt)
+    call = syn.get("block_begin", "") + syn["begin"].replace("{name}", "f").replace("{index}", "0")
+    text = "Hi." + call if fmt != "llama3_json" else call
+    parsed = parsing.parse(text, fmt, calls=False)
+    assert parsed.tool_calls == [] and parsed.content == text.rstrip()
+    assert parsing.parse("<think>r</think>x", "qwen3", calls=False).reasoning == "r"
