@@ -150,10 +150,22 @@ DSML = [
     qc("deepseek_v32", "plain", "</think>Hello.", content="Hello.", starts_in_reasoning=True),
     qc("deepseek_v32", "tags_in_string", dsml("function_calls", [("run_code", [("code", "true", "<b>\n</b>")])]),
        calls=(("run_code", {"code": "<b>\n</b>"}),)),
+    qc("deepseek_v32", "example_in_reasoning_stays",
+       "I could emit <" + D + "function_calls> here.</think>Fine.", reasoning="I could emit <" + D
+       + "function_calls> here.", content="Fine.", starts_in_reasoning=True),
+    qc("deepseek_v32", "truncated_string", f'<{D}function_calls>\n<{D}invoke name="run_code">\n'
+       f'<{D}parameter name="code" string="true">print(', calls=(("run_code", {"code": "print("}),)),
     qc("deepseek_v4", "from_reasoning", "I will call." + dsml("tool_calls", [(W, [("city", "true", "Lima")])]),
        reasoning="I will call.", starts_in_reasoning=True, calls=((W, {"city": "Lima"}),)),
     qc("deepseek_v4", "after_content", "</think>Ok." + dsml("tool_calls", [("get_time", [])]),
        content="Ok.", starts_in_reasoning=True, calls=(("get_time", {}),)),
+    qc("deepseek_v4", "parallel_then_text", "</think>" + dsml("tool_calls", [
+        (W, [("city", "true", "A"), ("days", "false", "[1, 2]")]), (W, [("city", "true", "B")])]) + "\nDone.",
+       content="Done.", starts_in_reasoning=True,
+       calls=((W, {"city": "A", "days": [1, 2]}), (W, {"city": "B"}))),
+    qc("deepseek_v4", "truncated_typed", f'</think><{D}tool_calls>\n<{D}invoke name="get_weather">\n'
+       f'<{D}parameter name="city" string="true">Oslo</{D}parameter>\n<{D}parameter name="days" string="false">1',
+       starts_in_reasoning=True, calls=((W, {"city": "Oslo"}),)),
     qc("deepseek_v4", "v32_wrapper_is_text", "</think>" + dsml("function_calls", [("get_time", [])])[:30],
        content=f"<{D}function_calls>\n<{D}", starts_in_reasoning=True),
 ]
