@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from parsing.json_calls import BLOCK_END, BODY_END, CALL_END, JsonPlan
-from parsing.json_stream import JsonScanner
+from parsing.json_stream import DONE, ERROR, JsonScanner
 from parsing.sink import Sink
 
 _MAX_HEADER = 512
@@ -72,11 +72,12 @@ class HeaderReader:
         return False
 
     def _args(self, buf: str, pos: int) -> int:
-        pos, out = self.scan.scan(buf, pos)
-        self.sink.args(out)
-        if self.scan.failed:
-            self.sink.args(self.scan.completion())
-            self.outcome = BODY_END
-        elif self.scan.done:
+        scan = self.scan
+        pos, out = scan.scan(buf, pos)
+        if out:
+            self.sink.args(out)
+        if scan.mode >= DONE:
+            if scan.mode == ERROR:
+                self.sink.args(scan.completion())
             self.outcome = BODY_END
         return pos

@@ -5,7 +5,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from parsing.json_stream import JsonScanner
+from parsing.json_stream import DONE, ERROR, JsonScanner
 from parsing.lexicon import Lexicon
 from parsing.sink import CONTENT, Sink
 from parsing.spec import Envelope, Header
@@ -180,14 +180,16 @@ class EnvelopeReader:
         return pos
 
     def _value(self, buf: str, pos: int, final: bool) -> int:
-        pos, out = self.scan.scan(buf, pos)
+        scan = self.scan
+        pos, out = scan.scan(buf, pos)
         if self.cap is None:
-            self.sink.args(out)
+            if out:
+                self.sink.args(out)
         else:
             self.cap.append(out)
-        if self.scan.failed:
-            return self._error(buf, pos)
-        if self.scan.done:
+        if scan.mode >= DONE:
+            if scan.mode == ERROR:
+                return self._error(buf, pos)
             self._end_value()
             self.state = "member_end"
         return pos

@@ -47,8 +47,12 @@ class JsonScanner:
 
     def scan(self, buf: str, pos: int) -> tuple[int, str]:
         """Consume buf from pos until the value ends or the text runs out: (new pos, text)."""
-        out: list[str] = []
         n = len(buf)
+        if self.mode == STRING and not self.escape:  # fast path: a run inside a string
+            m = _STR_RUN.match(buf, pos)
+            if m is not None and m.end() == n:
+                return n, m.group()
+        out: list[str] = []
         while pos < n and self.mode < DONE:
             mode = self.mode
             if mode == STRING:
