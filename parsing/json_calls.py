@@ -23,15 +23,14 @@ class JsonPlan:
     patterns: tuple[re.Pattern[str], ...]
     closers: Lexicon
     call_close: str | None
-    native_id: bool
 
 
 def json_plan(body: Envelope | Header, call_close: str | None, block_close: str | None) -> JsonPlan:
     closers = Lexicon([m for m in (call_close, block_close) if m])
     if isinstance(body, Envelope):
-        return JsonPlan(body, (), closers, call_close, False)
+        return JsonPlan(body, (), closers, call_close)
     patterns = tuple(re.compile(p, re.S) for p in body.patterns)
-    return JsonPlan(None, patterns, closers, call_close, body.native_id)
+    return JsonPlan(None, patterns, closers, call_close)
 
 
 def _skip_ws(buf: str, pos: int, chars: str = _WS) -> int:

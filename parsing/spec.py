@@ -26,10 +26,9 @@ class Header:
     """A name (and maybe an id) written before a JSON arguments object.
 
     `patterns` are regexes tried in order on the text between the call opener and the
-    arguments' `{`; they capture `name` and optionally `id`.
+    arguments' `{`; they capture `name` and optionally `id` (a model-written call id).
     """
     patterns: tuple[str, ...]
-    native_id: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 from parsing.spec import Envelope, Format, Header, Reasoning
 
 THINK = Reasoning("<think>", "</think>")
+CHATML_ENDS = ("<|im_end|>", "<|endoftext|>")  # end tokens, in case they are not stripped
 
 HERMES = Format(
     name="hermes",
@@ -11,6 +12,7 @@ HERMES = Format(
     body=Envelope(),
     block_open=("<tool_call>",),
     block_close="</tool_call>",
+    drop=CHATML_ENDS,
     syntax=(("args", "json"), ("trigger", "<tool_call>"),
             ("begin", '<tool_call>\n{"name": "{name}", "arguments": '),
             ("end", "}\n</tool_call>"), ("separator", "\n")),
@@ -22,6 +24,7 @@ QWEN3 = Format(
     body=Envelope(),
     block_open=("<tool_call>",),
     block_close="</tool_call>",
+    drop=CHATML_ENDS,
     syntax=HERMES.syntax,
 )
 

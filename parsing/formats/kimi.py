@@ -14,7 +14,6 @@ KIMI_K2 = Format(
     reasoning=Reasoning("<think>", "</think>", (SECTION, SECTION_ALT, CALL)),
     body=Header(
         (r"\s*(?P<id>(?:functions\.)?(?P<name>[^\s:<]+?)(?::\d+)?)\s*<\|tool_call_argument_begin\|>\s*",),
-        native_id=True,
     ),
     block_open=(SECTION, SECTION_ALT),
     block_close=SECTION_END,

@@ -25,6 +25,7 @@ QWEN3_CODER = Format(
     call_open=("<function=",),
     call_close="</function>",
     bare_calls=True,
+    drop=("<|im_end|>", "<|endoftext|>"),
     syntax=_FUNCTION_SYNTAX + (("trigger", "<tool_call>"), ("block_begin", "<tool_call>\n"),
                                ("block_end", "</tool_call>"), ("separator", "\n"),
                                ("block_per_call", True)),

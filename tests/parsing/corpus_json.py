@@ -8,6 +8,10 @@ CODE = 'print("</tool_call>") if x else {"a": "}"}'
 
 HERMES = [
     Case("hermes", "plain", "Hello! How can I help you today?", content="Hello! How can I help you today?"),
+    Case("hermes", "end_token_dropped", "Hi there.<|im_end|>", content="Hi there."),
+    Case("hermes", "list_in_block",
+         '<tool_call>\n[{"name": "get_time", "arguments": {}}, {"name": "get_weather", "arguments": {"city": "X"}}]\n</tool_call>',
+         calls=(("get_time", {}), (W, {"city": "X"}))),
     Case("hermes", "one_call",
          'Let me check.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}\n</tool_call>',
          content="Let me check.", calls=((W, {"city": "Paris", "days": 3}),)),
