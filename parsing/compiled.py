@@ -48,10 +48,22 @@ COMPILED_NO_CALLS: MappingProxyType[str, Compiled] = MappingProxyType(
 )
 
 
-def tool_properties(tools: list[dict] | None) -> dict[str, dict]:
+def _builtin(obj: object) -> object:
+    """Plain data for a tool given as a dict or as a typed struct (msgspec or dataclass)."""
+    if isinstance(obj, dict):
+        return obj
+    try:
+        import msgspec
+        return msgspec.to_builtins(obj)
+    except (ImportError, TypeError):
+        return None
+
+
+def tool_properties(tools: list | None) -> dict[str, dict]:
     """Map each tool's name to its parameters' `properties` schema."""
     props: dict[str, dict] = {}
     for tool in tools or ():
+        tool = _builtin(tool)
         if not isinstance(tool, dict):
             continue
         fn = tool.get("function", tool)

@@ -51,6 +51,11 @@ class ParserStream:
         self._closed = False
 
     @property
+    def num_calls(self) -> int:
+        """Tool calls started so far (finish_reason is "tool_calls" when this is not 0)."""
+        return self._sink.num_calls
+
+    @property
     def num_held(self) -> int:
         """Characters held back so far because they could still start a marker."""
         return len(self._pending)

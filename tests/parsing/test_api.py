@@ -121,3 +121,21 @@ def test_calls_false_keeps_markup_as_content(fmt: str) -> None:
     parsed = parsing.parse(text, fmt, calls=False)
     assert parsed.tool_calls == [] and parsed.content == text.rstrip()
     assert parsing.parse("<think>r</think>x", "qwen3", calls=False).reasoning == "r"
+
+
+def test_tools_as_structs_type_values_and_num_calls() -> None:
+    import msgspec
+
+    class Function(msgspec.Struct):
+        name: str
+        parameters: dict
+
+    class Tool(msgspec.Struct):
+        function: Function
+        type: str = "function"
+
+    tools = [Tool(Function("f", {"type": "object", "properties": {"n": {"type": "integer"}}}))]
+    s = parsing.open_stream("glm47", tools)
+    events = s.feed("<tool_call>f<arg_key>n</arg_key><arg_value>7</arg_value></tool_call>") + s.close()
+    assert s.num_calls == 1
+    assert parsing.collect(events).tool_calls[0].arguments == '{"n": 7}'
