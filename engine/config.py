@@ -33,6 +33,7 @@ class EngineConfig:
     num_threads: int | None = None  # torch intra-op threads in the core process
     cache_dir: Path = field(default_factory=default_cache_dir)
     seed: int = 0
+    grammar_compile_timeout: float = 30.0  # seconds before a structured-output request fails
 
     def validate(self) -> None:
         """Raises ValueError naming the first field out of range."""

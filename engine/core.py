@@ -19,7 +19,8 @@ from engine.loader import resolve_model
 from engine.loader.weights import load_native_model
 from engine.request import Request
 from engine.runner import ModelRunner
-from engine.scheduler import Scheduler
+from engine.scheduler import Scheduler, SchedulerOutput
+from engine.structured import StructuredOutputs
 from engine.validation import validate_request
 from schemas.engine import EngineOutput, EngineRequest, EngineStats, TokenLogprob
 
@@ -82,6 +83,8 @@ class EngineCore:
         self.scheduler = Scheduler(self.kv, config.max_num_seqs, config.max_num_batched_tokens, max_len)
         self.runner = ModelRunner(model, num_blocks, config.block_size, config.max_num_seqs, max_len,
                                   self.info.eos_token_ids, device, dtype)  # fmt: skip
+        self.structured = StructuredOutputs(self.info.path, self.info.vocab_size, self.info.eos_token_ids,
+                                            config.grammar_compile_timeout)  # fmt: skip
         self.num_prompt_tokens = 0
         self.num_generation_tokens = 0
 
@@ -95,15 +98,18 @@ class EngineCore:
             return EngineOutput(request_id=req.request_id, new_token_ids=[], finish_reason="error",
                                 error=f"request_id: {req.request_id!r} is already running")  # fmt: skip
         max_tokens = req.params.max_tokens or self.info.max_model_len - len(req.prompt_token_ids)
-        self.scheduler.add(
-            Request(req.request_id, list(req.prompt_token_ids), req.params, max_tokens,
-                    frozenset(self.info.eos_token_ids), req.arrival_time or time.time(), req.priority)  # fmt: skip
-        )
+        request = Request(req.request_id, list(req.prompt_token_ids), req.params, max_tokens,
+                          frozenset(self.info.eos_token_ids), req.arrival_time or time.time(), req.priority)  # fmt: skip
+        if req.params.structured is not None:
+            self.structured.submit(request)  # scheduled once its grammar is compiled
+        else:
+            self.scheduler.add(request)
         self.num_prompt_tokens += len(req.prompt_token_ids)
         return None
 
     def abort(self, request_ids: list[str]) -> None:
         for request_id in request_ids:
+            self.structured.remove(request_id)
             request = self.scheduler.requests.get(request_id)
             if request is not None:
                 self.scheduler.finish(request, "abort")
@@ -113,17 +119,45 @@ class EngineCore:
         """Frees the runner slots of requests the scheduler has ended since the last plan."""
         for request_id in self.scheduler.freed_req_ids:
             self.runner.slots.remove(request_id)
+            self.structured.remove(request_id)
         self.scheduler.freed_req_ids.clear()
 
     def has_work(self) -> bool:
-        return self.scheduler.has_work()
+        return self.scheduler.has_work() or self.structured.has_pending()
+
+    def _admit_compiled(self) -> list[EngineOutput]:
+        """Moves requests whose grammar is ready into the scheduler; fails the ones that errored."""
+        ready, failed = self.structured.poll()
+        for request in ready:
+            self.scheduler.add(request)
+        return [EngineOutput(request_id=r.request_id, new_token_ids=[], finish_reason="error", error=msg) for r, msg in failed]
+
+    def _grammar_masks(self, plan: SchedulerOutput) -> dict:
+        sampling = [
+            req_id
+            for req_id, num_new, num_computed in zip(plan.req_ids, plan.num_scheduled_tokens, plan.num_computed_tokens)
+            if num_computed + num_new == self.scheduler.requests[req_id].num_tokens
+        ]
+        return self.structured.masks(sampling)
+
+    def _advance_matchers(self, progressed) -> None:
+        for request in progressed:
+            if not self.structured.accept(request.request_id, request.all_token_ids[-1]) and request.finish_reason is None:
+                self.scheduler.finish(request, "error")  # cannot happen unless a mask was wrong
 
     def step(self) -> list[EngineOutput]:
         """Schedules and runs one step; returns the outputs of requests that got a token."""
+        outputs = self._admit_compiled() if self.structured.pending else []
+        if not self.scheduler.has_work():
+            time.sleep(0.001)  # only grammars compiling: do not spin hot
+            return outputs
         plan = self.scheduler.schedule()
-        result = self.runner.execute(plan)
-        outputs = []
-        for request in self.scheduler.update(plan, result.token_ids):
+        masks = self._grammar_masks(plan) if self.structured.matchers else None
+        result = self.runner.execute(plan, masks)
+        progressed = self.scheduler.update(plan, result.token_ids)
+        if self.structured.matchers:
+            self._advance_matchers(progressed)
+        for request in progressed:
             lp = result.logprobs.get(request.request_id)
             outputs.append(
                 EngineOutput(
@@ -136,7 +170,7 @@ class EngineCore:
                 )
             )
         self._release_finished()
-        self.num_generation_tokens += len(outputs)
+        self.num_generation_tokens += len(progressed)
         return outputs
 
     def stats(self) -> EngineStats:

@@ -1,0 +1,130 @@
+"""Structured output in the engine core: grammars compiled off the step loop, one matcher per request.
+
+A request with a `StructuredSpec` waits here until its grammar is compiled on a worker
+thread (other requests keep stepping meanwhile), then enters the scheduler. Each step the
+matchers of the rows about to sample fill their bitmask rows; after sampling, each
+matcher accepts its request's token. A compile error or a compile that overruns the time
+limit ends the request with an error output naming the problem.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+
+import torch
+
+from schemas.engine import StructuredSpec
+
+
+@dataclass(slots=True)
+class _Pending:
+    request: object  # engine.request.Request
+    future: Future
+    deadline: float
+
+
+def compile_spec(spec: StructuredSpec, vocab):
+    """Compiles a spec to a grammar.CompiledGrammar; raises grammar.GrammarError or ValueError."""
+    import grammar
+
+    if spec.json_schema is not None:
+        return grammar.compile_json_schema(json.loads(spec.json_schema), vocab, whitespace=spec.whitespace)
+    if spec.json_object:
+        return grammar.compile_json_schema({"type": "object"}, vocab, whitespace=spec.whitespace)
+    if spec.regex is not None:
+        return grammar.compile_regex(spec.regex, vocab)
+    if spec.choice is not None:
+        return grammar.compile_choice(list(spec.choice), vocab)
+    if spec.lark is not None:
+        return grammar.compile_lark(spec.lark, vocab)
+    if spec.structural_tag is not None:
+        return grammar.compile_structural_tag(json.loads(spec.structural_tag), vocab)
+    raise ValueError("structured output spec sets no constraint")
+
+
+class StructuredOutputs:
+    """Owned by the engine core; holds compiling requests and the live matchers."""
+
+    def __init__(self, tokenizer_folder: str, vocab_size: int, eos_token_ids: list[int], compile_timeout: float) -> None:
+        self._folder = tokenizer_folder
+        self._vocab_size = vocab_size
+        self._eos_token_ids = eos_token_ids
+        self._timeout = compile_timeout
+        self._vocab = None
+        self._executor: ThreadPoolExecutor | None = None
+        self.pending: list[_Pending] = []
+        self.matchers: dict[str, object] = {}
+
+    def _vocabulary(self):
+        if self._vocab is None:
+            import grammar
+            from transformers import AutoTokenizer
+
+            tokenizer = AutoTokenizer.from_pretrained(self._folder)
+            vocab = grammar.Vocabulary.from_tokenizer(tokenizer, vocab_size=self._vocab_size)
+            eos = sorted(set(vocab.eos_token_ids) | set(self._eos_token_ids))
+            self._vocab = grammar.Vocabulary(vocab.token_bytes, eos, self._vocab_size)
+        return self._vocab
+
+    def submit(self, request) -> None:
+        """Starts compiling the request's grammar on the worker thread."""
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="grammar-compile")
+        spec = request.params.structured
+        future = self._executor.submit(lambda: compile_spec(spec, self._vocabulary()))
+        self.pending.append(_Pending(request, future, time.monotonic() + self._timeout))
+
+    def poll(self) -> tuple[list, list[tuple[object, str]]]:
+        """Returns (requests now ready to schedule, (request, error message) pairs)."""
+        ready, failed, still = [], [], []
+        now = time.monotonic()
+        for item in self.pending:
+            if item.future.done():
+                try:
+                    compiled = item.future.result()
+                except Exception as exc:  # GrammarError, bad JSON, unsupported spec
+                    failed.append((item.request, f"structured output: {exc}"))
+                    continue
+                self.matchers[item.request.request_id] = compiled.matcher()
+                ready.append(item.request)
+            elif now > item.deadline:
+                item.future.cancel()
+                failed.append((item.request, f"structured output: grammar compilation exceeded {self._timeout:g} s"))
+            else:
+                still.append(item)
+        self.pending = still
+        return ready, failed
+
+    def remove(self, request_id: str) -> bool:
+        """Drops a pending or live request; True if it was still pending."""
+        self.matchers.pop(request_id, None)
+        before = len(self.pending)
+        self.pending = [p for p in self.pending if p.request.request_id != request_id]
+        return len(self.pending) != before
+
+    def masks(self, request_ids: list[str]) -> dict[str, torch.Tensor]:
+        """Allowed-token masks [vocab] (bool) for the constrained requests among request_ids."""
+        import grammar
+
+        live = [r for r in request_ids if r in self.matchers]
+        if not live:
+            return {}
+        bitmask = grammar.allocate_bitmask(len(live), self._vocab)
+        for row, request_id in enumerate(live):
+            self.matchers[request_id].fill_bitmask(bitmask, row)
+        allowed = grammar.unpack_bitmask(bitmask, self._vocab_size)  # [num_live, vocab]
+        return {request_id: allowed[row] for row, request_id in enumerate(live)}
+
+    def accept(self, request_id: str, token_id: int) -> bool:
+        matcher = self.matchers.get(request_id)
+        return matcher is None or matcher.accept(token_id)
+
+    def is_terminated(self, request_id: str) -> bool:
+        matcher = self.matchers.get(request_id)
+        return matcher is not None and matcher.is_terminated()
+
+    def has_pending(self) -> bool:
+        return bool(self.pending)
