@@ -82,8 +82,8 @@ class EnvelopeReader:
     def step(self, buf: str, pos: int, final: bool) -> int:
         self.at = pos
         new = _ENVELOPE_STEPS[self.state](self, buf, pos, final)
-        if not self.started and self.outcome is None:
-            self.raw.append(buf[pos:new])
+        if not self.started and self.outcome is None and self.state not in ("open", "between"):
+            self.raw.append(buf[self.at:new])  # text of an object that may turn out not a call
         return new
 
     def finish(self) -> None:
@@ -111,6 +111,7 @@ class EnvelopeReader:
     def _open(self, buf: str, pos: int, final: bool) -> int:
         seps = _WS if self.state == "open" else _WS + self.plan.envelope.separators
         pos = _skip_ws(buf, pos, seps)
+        self.at = pos  # whitespace before an object is never part of it
         if pos >= len(buf):
             if final:
                 self.outcome = BODY_END
@@ -118,7 +119,6 @@ class EnvelopeReader:
         ch = buf[pos]
         if ch == "{":
             self._new_object()
-            self.at = pos
             self.state = "key"
             return pos + 1
         if ch == "[" and self.state == "open" and not self.array:

@@ -7,7 +7,7 @@ import string
 from parsing.events import ContentDelta, Event, ReasoningDelta, ToolCallArgs, ToolCallStart
 
 _ALNUM = string.ascii_letters + string.digits
-REASONING, CONTENT = 0, 1
+REASONING, CONTENT, ARGS = 0, 1, 2  # event codes; a call's arguments are ARGS + its index
 
 
 class Sink:
@@ -19,7 +19,7 @@ class Sink:
     whitespace, so framing newlines never reach the client.
     """
 
-    __slots__ = ("events", "num_calls", "id_style", "_kind", "_open", "_ws", "_rng", "_had", "_parts")
+    __slots__ = ("events", "num_calls", "id_style", "_kind", "_open", "_ws", "_rng", "_had", "_parts", "_last")
 
     def __init__(self, id_style: str) -> None:
         self.events: list[Event] = []
@@ -31,11 +31,12 @@ class Sink:
         self._parts: list[str] = []  # text of the last event, joined when it is handed out
         self._rng = random.Random()
         self._had = [False, False]  # [kind]: a segment of this kind already had text
+        self._last = -1  # code of the last event, while more text may merge into it
 
     def take(self) -> list[Event]:
         """Hand out the events made so far (called once per feed or close)."""
-        if len(self._parts) > 1:
-            self._seal()
+        self._seal()
+        self._last = -1
         events, self.events = self.events, []
         return events
 
@@ -48,13 +49,17 @@ class Sink:
         """Add reasoning (kind 0) or content (kind 1) text to the current segment."""
         if not text:
             return
-        if kind == self._kind and self._open and not self._ws and not text[-1].isspace():
-            self._push(ReasoningDelta(text) if kind == REASONING else ContentDelta(text))
-            return
-        if kind != self._kind:
-            self.end_segment()
-            self._kind = kind
-        if not self._open:
+        if kind == self._kind and self._open:  # inside a segment: only trailing space is held
+            if not text[-1].isspace():
+                if self._ws:
+                    text = "".join(self._ws) + text
+                    self._ws = []
+                self._push(kind, text)
+                return
+        else:
+            if kind != self._kind:
+                self.end_segment()
+                self._kind = kind
             if not self._had[kind]:
                 text = text.lstrip()
                 if not text:
@@ -65,15 +70,14 @@ class Sink:
             self._ws.append(text)
             return
         body = "".join(self._ws) + stripped if self._ws else stripped
-        tail = text[len(stripped):]
-        self._ws = [tail] if tail else []
+        self._ws = [text[len(stripped):]] if len(stripped) < len(text) else []
         self._had[kind] = True
-        self._push(ReasoningDelta(body) if kind == REASONING else ContentDelta(body))
+        self._push(kind, body)
 
     def end_segment(self) -> None:
         """A marker (or the end of output) ends the current text segment."""
         self._open = False
-        self._ws.clear()
+        self._ws = []
         self._kind = -1
 
     def start_call(self, name: str, call_id: str | None = None) -> int:
@@ -83,29 +87,29 @@ class Sink:
         self.num_calls += 1
         self._seal()
         self.events.append(ToolCallStart(index, call_id or self.new_id(), name))
+        self._last = -1
         return index
 
     def args(self, text: str) -> None:
         """Add a fragment of the current call's arguments."""
         if text:
-            self._push(ToolCallArgs(self.num_calls - 1, text))
+            self._push(ARGS + self.num_calls - 1, text)
 
     def new_id(self) -> str:
         if self.id_style == "mistral":
             return "".join(self._rng.choices(_ALNUM, k=9))
         return "call_" + "".join(self._rng.choices(_ALNUM, k=24))
 
-    def _push(self, event: Event) -> None:
-        events = self.events
-        if not events:
-            events.append(event)
-            self._parts = [event.text]
+    def _push(self, code: int, text: str) -> None:
+        """Append text as an event of `code` (0 reasoning, 1 content, ARGS + call index),
+        merged with the previous event when it has the same code."""
+        if code == self._last:
+            self._parts.append(text)
             return
-        if self._parts:
-            last = events[-1]
-            if type(last) is type(event) and getattr(last, "index", 0) == getattr(event, "index", 0):
-                self._parts.append(event.text)
-                return
         self._seal()
-        events.append(event)
-        self._parts = [event.text]
+        if code >= ARGS:
+            self.events.append(ToolCallArgs(code - ARGS, text))
+        else:
+            self.events.append(ReasoningDelta(text) if code == REASONING else ContentDelta(text))
+        self._parts = [text]
+        self._last = code
