@@ -94,3 +94,20 @@ def test_rendered_calls_round_trip(fmt: str) -> None:
             (c.name, c.arguments) for c in parsed.tool_calls]
 
     check()
+
+
+@pytest.mark.parametrize("fmt", parsing.formats())
+def test_arguments_stream_before_the_call_ends(fmt: str) -> None:
+    value = "streamed text " * 20
+    text = render(fmt, "", "", [("write", {"body": value})])
+    cut = text.index(value) + len(value) // 2
+    s = parsing.open_stream(fmt)
+    events = []
+    for ch in text[:cut]:
+        events += s.feed(ch)
+    sent = "".join(e.text for e in events if isinstance(e, parsing.ToolCallArgs))
+    assert "streamed text streamed" in sent  # the value flows while it is being written
+    for ch in text[cut:]:
+        events += s.feed(ch)
+    events += s.close()
+    assert json.loads(parsing.collect(events).tool_calls[0].arguments) == {"body": value}
