@@ -1,0 +1,83 @@
+"""The compiled grammar: an immutable NFA over one vocabulary plus its memoized DFA and masks."""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+
+from grammar.dfa import LazyDfa
+from grammar.ir import Grammar
+from grammar.masks import StateMask, compute_mask
+from grammar.nfa import build_nfa
+from grammar.pda import States, advance, is_complete
+from grammar.vocab import Vocabulary
+
+if TYPE_CHECKING:
+    from grammar.matcher import Matcher
+
+MAX_CACHED_MASKS = 20_000
+
+
+class CompiledGrammar:
+    """One grammar compiled against one vocabulary; built by the `compile_*` functions.
+
+    Immutable from the outside: the lazily built DFA rows and the per-state mask cache are
+    memoization shared by all matchers of this grammar (guarded by a lock, so matchers may
+    live on different threads). Call `matcher()` once per request.
+    """
+
+    def __init__(self, grammar: Grammar, vocab: Vocabulary) -> None:
+        self.vocab = vocab
+        self.nfa = build_nfa(grammar)
+        self.dfa = LazyDfa(self.nfa)
+        self.initial: States = frozenset((((), self.dfa.rule_start[0]),))
+        self.lock = threading.RLock()
+        self._state_masks: dict[tuple[int, bool], StateMask] = {}
+        self._masks: dict[States, torch.Tensor] = {}
+        self._complete: dict[States, bool] = {}
+
+    def matcher(self) -> "Matcher":
+        from grammar.matcher import Matcher
+
+        return Matcher(self)
+
+    def mask(self, configs: States) -> torch.Tensor:
+        """int32 [num_words] allowed-token bits for `configs` (cached)."""
+        cached = self._masks.get(configs)
+        if cached is not None:
+            return cached
+        with self.lock:
+            words = compute_mask(self.dfa, self.vocab, configs, self._state_masks)
+            if len(self._masks) >= MAX_CACHED_MASKS:
+                self._masks.clear()
+            tensor = torch.from_numpy(words)
+            self._masks[configs] = tensor
+            return tensor
+
+    def advance(self, configs: States, data: bytes) -> States:
+        with self.lock:
+            return advance(self.dfa, configs, data)
+
+    def is_complete(self, configs: States) -> bool:
+        done = self._complete.get(configs)
+        if done is None:
+            with self.lock:
+                done = is_complete(self.dfa, configs)
+            self._complete[configs] = done
+        return done
+
+    def token_allowed(self, configs: States, token_id: int) -> bool | None:
+        """From a cached mask only: True/False, or None when no mask is cached yet."""
+        cached = self._masks.get(configs)
+        if cached is None:
+            return None
+        return bool((int(cached[token_id >> 5]) >> (token_id & 31)) & 1)
+
+
+def mask_to_bool(words: np.ndarray, vocab_size: int) -> np.ndarray:
+    """int32 [num_words] -> bool [vocab_size] (for tests and debugging)."""
+    bits = np.unpackbits(words.astype("<i4").view(np.uint8), bitorder="little")
+    return bits[:vocab_size].astype(bool)

@@ -1,0 +1,154 @@
+"""The internal grammar form: regular-expression-like nodes over bytes plus named rules."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Union
+
+
+class GrammarError(ValueError):
+    """Raised at compile time for an invalid or unsupported grammar; says what and where."""
+
+
+@dataclass(frozen=True, slots=True)
+class Bytes:
+    """One byte from a set given as inclusive (lo, hi) ranges."""
+
+    ranges: tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Seq:
+    items: tuple["Node", ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Alt:
+    items: tuple["Node", ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Repeat:
+    """`item` repeated between `min` and `max` times (`max` None = unbounded)."""
+
+    item: "Node"
+    min: int
+    max: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Ref:
+    """A reference to a named rule of the enclosing `Grammar` (may be recursive)."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Graph:
+    """A small automaton whose edges are labelled by nodes (None = epsilon); state 0 starts."""
+
+    num_states: int
+    edges: tuple[tuple[int, int, "Node | None"], ...]
+    finals: tuple[int, ...]
+
+
+Node = Union[Bytes, Seq, Alt, Repeat, Ref, Graph]
+EMPTY = Seq(())
+NOTHING = Alt(())
+
+
+@dataclass(slots=True)
+class Grammar:
+    """Named rules; `start` names the rule that the whole output must match."""
+
+    rules: dict[str, Node] = field(default_factory=dict)
+    start: str = "start"
+
+
+def seq(*items: Node) -> Node:
+    flat: list[Node] = []
+    for item in items:
+        if isinstance(item, Seq):
+            flat.extend(item.items)
+        else:
+            flat.append(item)
+    return flat[0] if len(flat) == 1 else Seq(tuple(flat))
+
+
+def alt(*items: Node) -> Node:
+    flat: list[Node] = []
+    for item in items:
+        if isinstance(item, Alt):
+            flat.extend(item.items)
+        elif item not in flat:
+            flat.append(item)
+    return flat[0] if len(flat) == 1 else Alt(tuple(flat))
+
+
+def opt(item: Node) -> Node:
+    return Repeat(item, 0, 1)
+
+
+def star(item: Node) -> Node:
+    return Repeat(item, 0, None)
+
+
+def plus(item: Node) -> Node:
+    return Repeat(item, 1, None)
+
+
+def byte_set(chars: str | bytes) -> Bytes:
+    """A byte class from the listed (ASCII) characters."""
+    data = chars.encode() if isinstance(chars, str) else chars
+    return Bytes(merge_ranges([(b, b) for b in data]))
+
+
+def lit(text: str | bytes) -> Node:
+    """The exact byte string (UTF-8 for `str`)."""
+    data = text.encode() if isinstance(text, str) else text
+    return seq(*[Bytes(((b, b),)) for b in data]) if data else EMPTY
+
+
+def merge_ranges(ranges: list[tuple[int, int]] | tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
+    """Sort and merge overlapping or adjacent inclusive ranges."""
+    out: list[list[int]] = []
+    for lo, hi in sorted(ranges):
+        if out and lo <= out[-1][1] + 1:
+            out[-1][1] = max(out[-1][1], hi)
+        else:
+            out.append([lo, hi])
+    return tuple((lo, hi) for lo, hi in out)
+
+
+def subtract_ranges(base: tuple[tuple[int, int], ...], minus: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
+    """Ranges of `base` not covered by `minus` (both merged)."""
+    out: list[tuple[int, int]] = []
+    for lo, hi in base:
+        cur = lo
+        for mlo, mhi in minus:
+            if mhi < cur or mlo > hi:
+                continue
+            if mlo > cur:
+                out.append((cur, mlo - 1))
+            cur = max(cur, mhi + 1)
+        if cur <= hi:
+            out.append((cur, hi))
+    return tuple(out)
+
+
+def node_size(node: Node, rules: dict[str, Node], memo: dict[int, int]) -> int:
+    """Rough count of NFA states that building `node` inline produces (refs count 1)."""
+    key = id(node)
+    if key in memo:
+        return memo[key]
+    if isinstance(node, Bytes) or isinstance(node, Ref):
+        size = 1
+    elif isinstance(node, (Seq, Alt)):
+        size = 1 + sum(node_size(i, rules, memo) for i in node.items)
+    elif isinstance(node, Repeat):
+        copies = max(node.min, 1) if node.max is None else max(node.max, 1)
+        size = 1 + copies * node_size(node.item, rules, memo)
+    else:
+        size = node.num_states + sum(node_size(e, rules, memo) for _, _, e in node.edges if e is not None)
+    memo[key] = size
+    return size

@@ -1,0 +1,209 @@
+"""JSON Schema -> grammar: keyword dispatch, $ref resolution, combinators and scalar types."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from grammar.ir import NOTHING, Grammar, GrammarError, Node, Ref, alt, lit
+from grammar.json_merge import ANNOTATIONS, check_keywords, merge_all, one_of_disjoint, resolve_pointer
+from grammar.json_numbers import integer_node, number_node
+from grammar.json_objects import array_node, object_node
+from grammar.json_text import ANY_VALUE, add_any_value, any_json_char, json_literal, quoted, string_body, whitespace
+
+TYPES = ("null", "boolean", "object", "array", "number", "integer", "string")
+TYPE_KEYWORDS = {
+    "string": ("minLength", "maxLength", "pattern", "format"),
+    "number": ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"),
+    "object": ("properties", "required", "additionalProperties"),
+    "array": ("items", "prefixItems", "minItems", "maxItems", "additionalItems"),
+}
+
+
+class SchemaCompiler:
+    """Compiles one JSON Schema document; rules are created per `$ref` target (recursion-safe)."""
+
+    def __init__(self, root: Any, whitespace_mode: str) -> None:
+        self.root = root
+        self.grammar = Grammar()
+        self.ws = whitespace(whitespace_mode)
+        self.char = any_json_char()
+        self.ref_rules: dict[str, str] = {}
+        self.pending: list[tuple[str, Any, str]] = []
+
+    def compile(self) -> Grammar:
+        self.grammar.rules["start"] = self.node(self.root, "")
+        while self.pending:
+            name, schema, where = self.pending.pop()
+            self.grammar.rules[name] = self.node(schema, where)
+        if self.grammar.rules["start"] == NOTHING:
+            raise GrammarError("schema accepts no value")
+        return self.grammar
+
+    def ref(self, target: str, where: str) -> Node:
+        name = self.ref_rules.get(target)
+        if name is None:
+            name = f"ref:{target}"
+            self.ref_rules[target] = name
+            self.pending.append((name, resolve_pointer(self.root, target, where), target))
+        return Ref(name)
+
+    def any_value(self) -> Node:
+        add_any_value(self.grammar, self.ws, self.char)
+        return Ref(ANY_VALUE)
+
+    def node(self, schema: Any, where: str) -> Node:
+        if schema is True:
+            return self.any_value()
+        if schema is False:
+            return NOTHING
+        if not isinstance(schema, dict):
+            raise GrammarError(f"{where or '/'}: a schema must be an object or a boolean")
+        check_keywords(schema, where)
+        if "$ref" in schema:
+            rest = {k: v for k, v in schema.items() if k not in ANNOTATIONS and k != "$ref"}
+            if not rest:
+                return self.ref(_ref_target(schema["$ref"], where), where)
+        if "$ref" in schema or "allOf" in schema:
+            return self.node(merge_all(self.root, schema, where), where)
+        if "anyOf" in schema or "oneOf" in schema:
+            return self.combinator(schema, where)
+        if "enum" in schema or "const" in schema:
+            return self.enum(schema, where)
+        types = self.types(schema, where)
+        if not types:
+            return NOTHING
+        if set(types) >= {"null", "boolean", "object", "array", "number", "string"} and len(schema.keys() - ANNOTATIONS) <= 1:
+            return self.any_value()
+        return alt(*[self.typed(t, schema, where) for t in types])
+
+    def types(self, schema: dict[str, Any], where: str) -> list[str]:
+        declared = schema.get("type")
+        if declared is None:
+            present = [t for t, kws in TYPE_KEYWORDS.items() if any(k in schema for k in kws)]
+            types = present or ["null", "boolean", "object", "array", "number", "string"]
+        else:
+            types = [declared] if isinstance(declared, str) else list(declared)
+        for t in types:
+            if t not in TYPES:
+                raise GrammarError(f"{where}/type: unknown type {t!r}")
+        if "number" in types and "integer" in types:
+            types.remove("integer")
+        if schema.get("nullable") is True and "null" not in types:
+            types.append("null")
+        return types
+
+    def combinator(self, schema: dict[str, Any], where: str) -> Node:
+        key = "anyOf" if "anyOf" in schema else "oneOf"
+        if "anyOf" in schema and "oneOf" in schema:
+            raise GrammarError(f"{where}/oneOf: not supported together with anyOf")
+        branches = schema[key]
+        if not isinstance(branches, list) or not branches:
+            raise GrammarError(f"{where}/{key}: must be a non-empty array")
+        rest = {k: v for k, v in schema.items() if k != key}
+        if key == "oneOf" and not one_of_disjoint(self.root, branches, rest, f"{where}/oneOf"):
+            raise GrammarError(f"{where}/oneOf: branches may overlap (only provably exclusive oneOf is supported)")
+        nodes = []
+        for i, branch in enumerate(branches):
+            sub = f"{where}/{key}/{i}"
+            if len(rest.keys() - ANNOTATIONS) == 0:
+                nodes.append(self.node(branch, sub))
+            else:
+                nodes.append(self.node({"allOf": [rest, branch]}, sub))
+        return alt(*nodes)
+
+    def enum(self, schema: dict[str, Any], where: str) -> Node:
+        import jsonschema
+
+        values = [schema["const"]] if "const" in schema else schema["enum"]
+        if not isinstance(values, list):
+            raise GrammarError(f"{where}/enum: must be an array")
+        rest = {k: v for k, v in schema.items() if k not in ("enum", "const")}
+        validator = jsonschema.validators.validator_for(self.root if isinstance(self.root, dict) else {})
+        checker = validator({**rest, **({"$defs": self.root.get("$defs", {}), "definitions": self.root.get("definitions", {})} if isinstance(self.root, dict) else {})})
+        options = []
+        for v in values:
+            try:
+                ok = checker.is_valid(v) if len(rest.keys() - ANNOTATIONS) else True
+            except Exception:
+                ok = True
+            if ok:
+                options.append(json_literal(v))
+        return alt(*options) if options else NOTHING
+
+    def typed(self, t: str, schema: dict[str, Any], where: str) -> Node:
+        if t == "null":
+            return lit("null")
+        if t == "boolean":
+            return alt(lit("true"), lit("false"))
+        if t == "string":
+            return quoted(string_body(schema, where, self.char))
+        if t == "integer":
+            return self.integer(schema, where)
+        if t == "number":
+            return self.number(schema, where)
+        if t == "object":
+            return object_node(self, schema, where)
+        return array_node(self, schema, where)
+
+    def bounds(self, schema: dict[str, Any], where: str) -> tuple[float | None, float | None, bool, bool]:
+        lo, hi = schema.get("minimum"), schema.get("maximum")
+        xlo, xhi = schema.get("exclusiveMinimum"), schema.get("exclusiveMaximum")
+        lo_ex = hi_ex = False
+        if isinstance(xlo, bool):
+            lo_ex = xlo
+        elif xlo is not None:
+            lo, lo_ex = (xlo, True) if lo is None or xlo >= lo else (lo, False)
+        if isinstance(xhi, bool):
+            hi_ex = xhi
+        elif xhi is not None:
+            hi, hi_ex = (xhi, True) if hi is None or xhi <= hi else (hi, False)
+        for name, v in (("minimum", lo), ("maximum", hi)):
+            if v is not None and (not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v)):
+                raise GrammarError(f"{where}/{name}: must be a finite number")
+        return lo, hi, lo_ex, hi_ex
+
+    def integer(self, schema: dict[str, Any], where: str) -> Node:
+        lo, hi, lo_ex, hi_ex = self.bounds(schema, where)
+        ilo = None if lo is None else (math.floor(lo) + 1 if lo_ex else math.ceil(lo))
+        ihi = None if hi is None else (math.ceil(hi) - 1 if hi_ex else math.floor(hi))
+        mult = schema.get("multipleOf")
+        if mult is not None:
+            if isinstance(mult, float) and mult.is_integer():
+                mult = int(mult)
+            if not isinstance(mult, int) or isinstance(mult, bool) or mult <= 0:
+                raise GrammarError(f"{where}/multipleOf: only positive integers are supported for integers")
+        if ilo is not None and ihi is not None and ilo > ihi:
+            return NOTHING
+        return integer_node(ilo, ihi, mult, where)
+
+    def number(self, schema: dict[str, Any], where: str) -> Node:
+        mult = schema.get("multipleOf")
+        decimals = None
+        if mult is not None:
+            if isinstance(mult, (int, float)) and not isinstance(mult, bool) and float(mult).is_integer() and mult > 0:
+                return self.integer(schema, where)
+            exp = -math.log10(mult) if isinstance(mult, float) and mult > 0 else 0.5
+            if not float(exp).is_integer() or abs(10 ** -round(exp) - mult) > 1e-12:
+                raise GrammarError(f"{where}/multipleOf: only integers and powers of ten are supported")
+            decimals = int(round(exp))
+        lo, hi, lo_ex, hi_ex = self.bounds(schema, where)
+        if lo is not None and hi is not None and (lo > hi or (lo == hi and (lo_ex or hi_ex))):
+            return NOTHING
+        return number_node(lo, hi, decimals, lo_ex, hi_ex)
+
+
+def _ref_target(ref: Any, where: str) -> str:
+    if not isinstance(ref, str) or not ref.startswith("#"):
+        raise GrammarError(f"{where}/$ref: only local references ('#...') are supported, got {ref!r}")
+    return ref[1:]
+
+
+def compile_schema_to_grammar(schema: dict[str, Any] | str | bool, whitespace_mode: str = "compact") -> Grammar:
+    if isinstance(schema, str):
+        try:
+            schema = json.loads(schema)
+        except json.JSONDecodeError as exc:
+            raise GrammarError(f"schema is not valid JSON: {exc}") from None
+    return SchemaCompiler(schema, whitespace_mode).compile()

@@ -1,0 +1,169 @@
+"""JSON lexical pieces as byte grammars: strings and their characters, formats, whitespace, any value."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from grammar.ir import EMPTY, Bytes, Grammar, GrammarError, Graph, Node, Ref, Repeat, alt, byte_set, lit, merge_ranges, opt, seq, star, subtract_ranges
+from grammar.json_numbers import number_node
+from grammar.regex import Ranges, regex_to_node
+from grammar.utf8 import ALL_CHARS, codepoint_ranges_to_node
+
+SPECIAL: Ranges = ((0, 31), (34, 34), (92, 92))
+_SHORT = {8: "b", 9: "t", 10: "n", 12: "f", 13: "r", 34: '"', 92: "\\"}
+HEX = Bytes(((48, 57), (65, 70), (97, 102)))
+HEX4_NO_SURROGATE = alt(
+    seq(Bytes(((48, 57), (65, 67), (69, 70), (97, 99), (101, 102))), HEX, HEX, HEX),
+    seq(byte_set("dD"), Bytes(((48, 55),)), HEX, HEX),
+)
+MAX_FLEXIBLE_WS = 24
+ANY_VALUE = "@any"
+
+FORMATS = {
+    "date": r"\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])",
+    "time": r"([01]\d|2[0-3]):[0-5]\d:([0-5]\d|60)(\.\d+)?([Zz]|[+-]([01]\d|2[0-3]):[0-5]\d)",
+    "date-time": r"\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])[Tt]([01]\d|2[0-3]):[0-5]\d:([0-5]\d|60)(\.\d+)?([Zz]|[+-]([01]\d|2[0-3]):[0-5]\d)",
+    "email": r"[a-zA-Z0-9_+-]+(\.[a-zA-Z0-9_+-]+)*@[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?(\.[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?)+",
+    "uuid": r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}",
+    "uri": r"[a-zA-Z][a-zA-Z0-9+.-]*:[!#$%&'()*+,\-./0-9:;=?@A-Z\[\]_a-z~]*",
+    "ipv4": r"(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}",
+    "hostname": r"[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?(\.[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?)*",
+}
+
+
+def json_char(ranges: Ranges) -> Node:
+    """One string character from `ranges`, as it may be written inside a JSON string."""
+    ranges = merge_ranges(ranges)
+    options: list[Node] = [codepoint_ranges_to_node(subtract_ranges(ranges, SPECIAL))]
+    for lo, hi in ranges:
+        for cp in range(lo, min(hi, 92) + 1):
+            if cp < 32 or cp in (34, 92):
+                short = _SHORT.get(cp)
+                options.append(lit("\\" + short) if short else lit(f"\\u{cp:04x}"))
+    if any(lo <= 47 <= hi for lo, hi in ranges):
+        options.append(lit("\\/"))
+    return alt(*options)
+
+
+def any_json_char() -> Node:
+    """Any string character, including every escape form (\\uXXXX outside surrogates)."""
+    raw = codepoint_ranges_to_node(subtract_ranges(ALL_CHARS, SPECIAL))
+    return alt(raw, seq(lit("\\"), alt(byte_set('"\\/bfnrt'), seq(lit("u"), HEX4_NO_SURROGATE))))
+
+
+def quoted(content: Node) -> Node:
+    return seq(lit('"'), content, lit('"'))
+
+
+def string_body(schema: dict[str, Any], where: str, char: Node) -> Node:
+    """The content between the quotes for a string schema (pattern, format or length)."""
+    pattern, fmt = schema.get("pattern"), schema.get("format")
+    min_len, max_len = schema.get("minLength", 0), schema.get("maxLength")
+    has_len = min_len or max_len is not None
+    if pattern is not None and fmt is not None:
+        raise GrammarError(f"{where}/format: not supported together with 'pattern'")
+    if pattern is not None:
+        if has_len:
+            raise GrammarError(f"{where}/pattern: not supported together with minLength/maxLength")
+        return regex_to_node(pattern, json_char, f"{where}/pattern", search=True)
+    if fmt is not None:
+        if fmt not in FORMATS:
+            raise GrammarError(f"{where}/format: unsupported format {fmt!r}")
+        if has_len:
+            raise GrammarError(f"{where}/format: not supported together with minLength/maxLength")
+        return regex_to_node(FORMATS[fmt], json_char, f"{where}/format")
+    if not isinstance(min_len, int) or (max_len is not None and not isinstance(max_len, int)):
+        raise GrammarError(f"{where}/minLength: lengths must be integers")
+    if max_len is not None and max_len < min_len:
+        raise GrammarError(f"{where}/maxLength: smaller than minLength")
+    return Repeat(char, min_len, max_len)
+
+
+def whitespace(mode: str) -> Node:
+    if mode == "compact":
+        return EMPTY
+    if mode == "flexible":
+        return Repeat(byte_set(" \t\n"), 0, MAX_FLEXIBLE_WS)
+    raise GrammarError(f"whitespace must be 'compact' or 'flexible', not {mode!r}")
+
+
+def json_literal(value: Any) -> Node:
+    """The compact serialization of a JSON value."""
+    return lit(json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False))
+
+
+def key_excluding(names: list[str], char: Node) -> Node:
+    """A quoted key whose raw bytes spell none of `names` (escapes only after diverging)."""
+    encoded = [json.dumps(n, ensure_ascii=False)[1:-1].encode() for n in names]
+    trie: list[dict[int, int]] = [{}]
+    ends: set[int] = set()
+    mid_char: set[int] = set()
+    for word in encoded:
+        node, pending = 0, 0
+        for b in word:
+            pending = (3 if b >= 0xF0 else 2 if b >= 0xE0 else 1 if b >= 0xC0 else 0) if b >= 0xC0 or b < 0x80 else pending - 1
+            if b not in trie[node]:
+                trie[node][b] = len(trie)
+                trie.append({})
+            node = trie[node][b]
+            if pending:
+                mid_char.add(node)
+        ends.add(node)
+    free, close = len(trie), len(trie) + 1
+    edges: list[tuple[int, int, Node | None]] = [(free, free, char), (free, close, lit('"'))]
+    raw_first = subtract_ranges(((0x20, 0x7F), (0xC2, 0xF4)), SPECIAL)
+    for i, children in enumerate(trie):
+        for b, child in children.items():
+            edges.append((i, child, Bytes(((b, b),))))
+        if i in mid_char:
+            continue
+        if i not in ends:
+            edges.append((i, close, lit('"')))
+        firsts = subtract_ranges(raw_first, merge_ranges([(b, b) for b in children]))
+        if firsts:
+            edges.append((i, free, _chars_starting_with(firsts)))
+    start = len(trie) + 2
+    edges.append((start, 0, lit('"')))
+    # Graph state 0 must be the start: renumber start <-> 0.
+    swap = {0: start, start: 0}
+    edges = [(swap.get(a, a), swap.get(b, b), n) for a, b, n in edges]
+    return Graph(len(trie) + 3, tuple(edges), (close,))
+
+
+def _chars_starting_with(firsts: Ranges) -> Node:
+    """Whole UTF-8 characters (no escapes) whose first byte is in `firsts`."""
+    options: list[Node] = []
+    for lo, hi in firsts:
+        a1, b1 = max(lo, 0x20), min(hi, 0x7F)
+        if a1 <= b1:
+            options.append(Bytes(((a1, b1),)))
+        for lead_lo, lead_hi, cp_lo, cp_hi in ((0xC2, 0xDF, 0x80, 0x7FF), (0xE0, 0xEF, 0x800, 0xFFFF), (0xF0, 0xF4, 0x10000, 0x10FFFF)):
+            a, b = max(lo, lead_lo), min(hi, lead_hi)
+            if a <= b:
+                cps = _lead_range_to_cps(a, b, cp_lo, cp_hi)
+                options.append(codepoint_ranges_to_node(cps))
+    return alt(*options)
+
+
+def _lead_range_to_cps(a: int, b: int, cp_lo: int, cp_hi: int) -> Ranges:
+    n = 2 if cp_hi == 0x7FF else 3 if cp_hi == 0xFFFF else 4
+    shift = 6 * (n - 1)
+    base = {2: 0xC0, 3: 0xE0, 4: 0xF0}[n]
+    lo = max(cp_lo, (a - base) << shift)
+    hi = min(cp_hi, ((b - base + 1) << shift) - 1)
+    return ((lo, hi),)
+
+
+def add_any_value(grammar: Grammar, ws: Node, char: Node) -> None:
+    """Define the recursive `@any` rule: any JSON value."""
+    if ANY_VALUE in grammar.rules:
+        return
+    value = Ref(ANY_VALUE)
+    key = quoted(star(char))
+    member = seq(key, ws, lit(":"), ws, value)
+    comma = seq(ws, lit(","), ws)
+    obj = seq(lit("{"), ws, opt(seq(member, star(seq(comma, member)))), ws, lit("}"))
+    arr = seq(lit("["), ws, opt(seq(value, star(seq(comma, value)))), ws, lit("]"))
+    scalars = alt(lit("null"), lit("true"), lit("false"), number_node(None, None, None), quoted(star(char)))
+    grammar.rules[ANY_VALUE] = alt(scalars, obj, arr)

@@ -1,0 +1,160 @@
+"""Token masks for a set of pushdown configurations: a level-by-level walk of the token trie."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from grammar.dfa import UNKNOWN, LazyDfa
+from grammar.pda import States, advance, expand, is_complete
+from grammar.vocab import MIN_SLICE_BYTES, Vocabulary, pack_bits
+
+MAX_SLICED_STATES = 32
+
+
+@dataclass(frozen=True, slots=True)
+class StateMask:
+    """What one DFA state allows without looking at the stack: tokens consumed entirely in the
+    DFA (`words`), and tokens that die in the DFA after passing a state where a call or return
+    could happen (`cand_*`: sorted-vocabulary row, byte position, DFA state there)."""
+
+    words: np.ndarray  # int32 [num_words]
+    cand_rows: np.ndarray  # int64 [num_cand]
+    cand_pos: np.ndarray  # int64 [num_cand]
+    cand_state: np.ndarray  # int64 [num_cand]
+
+
+def _step(dfa: LazyDfa, states: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    nxt = dfa.trans.reshape(-1)[states * 256 + cols]
+    unknown = nxt == UNKNOWN
+    if unknown.any():
+        for d in np.unique(states[unknown]).tolist():
+            dfa.compute_row(d)
+        nxt = dfa.trans.reshape(-1)[states * 256 + cols]
+    return nxt
+
+
+def _children(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Concatenated child ranges and, for each child, the index of its parent in the input."""
+    counts = hi - lo
+    total = int(counts.sum())
+    owner = np.repeat(np.arange(len(lo)), counts)
+    starts = np.cumsum(counts) - counts
+    return lo[owner] + (np.arange(total) - starts[owner]), owner
+
+
+def state_mask(dfa: LazyDfa, vocab: Vocabulary, d: int, nonempty_stack: bool) -> StateMask:
+    """Walk the token trie from DFA state `d`, depth by depth, keeping only live prefixes;
+    a subtree whose continuations all lie in a slice that loops on the current state is
+    taken whole without walking it."""
+    if dfa.trans[d, 0] == UNKNOWN:
+        dfa.compute_row(d)
+    levels = vocab.trie
+    allowed: list[np.ndarray] = []
+    ranges: list[tuple[np.ndarray, np.ndarray]] = []
+    cands: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+    nodes = np.arange(len(levels[0].byte)) if levels else np.zeros(0, dtype=np.int64)
+    parent_state = np.full(len(nodes), d, dtype=np.int64)
+    esc_pos = np.full(len(nodes), -1, dtype=np.int64)
+    esc_st = np.zeros(len(nodes), dtype=np.int64)
+    for depth, lv in enumerate(levels, start=1):
+        if len(nodes) == 0:
+            break
+        st = _step(dfa, parent_state, lv.byte[nodes])
+        dead = st < 0
+        if dead.any():
+            had = dead & (esc_pos >= 0)
+            if had.any():
+                cands.append((lv.lo[nodes[had]], lv.hi[nodes[had]], esc_pos[had], esc_st[had]))
+            live = ~dead
+            nodes, st, esc_pos, esc_st = nodes[live], st[live], esc_pos[live], esc_st[live]
+        rows = lv.token_row[nodes]
+        allowed.append(rows[rows >= 0])
+        whole = _absorbed(dfa, vocab, depth, nodes, st)
+        if whole is not None:
+            ranges.append((lv.lo[nodes[whole]], lv.hi[nodes[whole]]))
+            keep = ~whole
+            nodes, st, esc_pos, esc_st = nodes[keep], st[keep], esc_pos[keep], esc_st[keep]
+        flag = dfa.has_calls[st] | dfa.is_final[st] if nonempty_stack else dfa.has_calls[st]
+        new = flag & (esc_pos < 0)
+        esc_pos = np.where(new, depth, esc_pos)
+        esc_st = np.where(new, st, esc_st)
+        if depth == len(levels):
+            break
+        nodes, owner = _children(lv.child_lo[nodes], lv.child_hi[nodes])
+        parent_state, esc_pos, esc_st = st[owner], esc_pos[owner], esc_st[owner]
+    return _finish(vocab, allowed, ranges, cands)
+
+
+def _absorbed(dfa: LazyDfa, vocab: Vocabulary, depth: int, nodes: np.ndarray, st: np.ndarray) -> np.ndarray | None:
+    """Nodes whose state loops on every byte that any token below them continues with."""
+    if len(nodes) == 0:
+        return None
+    flags = dfa.has_loop[st]
+    if (flags < 0).any():
+        for s in np.unique(st[flags < 0]).tolist():
+            dfa.loop_set(s, MIN_SLICE_BYTES)
+        flags = dfa.has_loop[st]
+    if not flags.any():
+        return None
+    looping = st[flags == 1]
+    states = [int(looping[0])] if (looping == looping[0]).all() else np.unique(looping).tolist()
+    if len(states) > MAX_SLICED_STATES:
+        return None
+    whole: np.ndarray | None = None
+    for s in states:
+        in_set = dfa.loop_set(s, MIN_SLICE_BYTES)
+        if in_set is None:
+            continue
+        hit = (st == s) & vocab.slice_for(in_set).pure[depth - 1][nodes]
+        whole = hit if whole is None else whole | hit
+    return whole if whole is not None and whole.any() else None
+
+
+def _finish(vocab: Vocabulary, allowed: list[np.ndarray], ranges: list[tuple[np.ndarray, np.ndarray]],
+            cands: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]) -> StateMask:
+    n = len(vocab.lens)
+    flag = np.zeros(n + 1, dtype=np.int32)
+    for lo, hi in ranges:
+        np.add.at(flag, lo, 1)
+        np.add.at(flag, hi, -1)
+    row_ok = np.cumsum(flag[:n]) > 0
+    if allowed:
+        row_ok[np.concatenate(allowed)] = True
+    if len(vocab.dup_rows):
+        row_ok[vocab.dup_rows] = row_ok[vocab.dup_rows - 1]
+    ok = np.zeros(vocab.num_words * 32, dtype=bool)
+    ok[vocab.sorted_ids[row_ok]] = True
+    if cands:
+        lo, hi, pos, st = (np.concatenate(x) for x in zip(*cands))
+        c_rows, owner = _children(lo, hi)
+        c_pos, c_st = pos[owner], st[owner]
+    else:
+        c_rows = c_pos = c_st = np.zeros(0, dtype=np.int64)
+    return StateMask(pack_bits(ok), c_rows, c_pos, c_st)
+
+
+def compute_mask(dfa: LazyDfa, vocab: Vocabulary, configs: States, cache: dict[tuple[int, bool], StateMask]) -> np.ndarray:
+    """int32 [num_words] mask of the tokens allowed after `configs` (EOS when complete)."""
+    words = np.zeros(vocab.num_words, dtype=np.int32)
+    slow: list[tuple[int, tuple[int, ...], int, int]] = []
+    for stack, d in expand(dfa, configs):
+        key = (d, bool(stack))
+        sm = cache.get(key)
+        if sm is None:
+            sm = state_mask(dfa, vocab, d, bool(stack))
+            cache[key] = sm
+        words |= sm.words
+        for row, pos, s in zip(sm.cand_rows.tolist(), sm.cand_pos.tolist(), sm.cand_state.tolist()):
+            slow.append((row, stack, pos, s))
+    for row, stack, pos, s in slow:
+        tid = int(vocab.sorted_ids[row])
+        if (int(words[tid >> 5]) >> (tid & 31)) & 1:
+            continue
+        data = vocab.token_bytes[tid] or b""
+        if advance(dfa, frozenset(((stack, s),)), data[pos:]):
+            words[tid >> 5] |= np.array(1 << (tid & 31), dtype=np.int64).astype(np.int32)
+    if is_complete(dfa, configs):
+        words |= vocab.eos_words
+    return words

@@ -1,0 +1,83 @@
+"""The per-request matcher: fills a bitmask row, accepts tokens, rolls back, says when done."""
+
+from __future__ import annotations
+
+import torch
+
+from grammar.compiled import CompiledGrammar
+from grammar.pda import States
+
+
+class Matcher:
+    """State of one request's constrained output; created by `CompiledGrammar.matcher()`.
+
+    The engine calls `fill_bitmask` before sampling each step and `accept` with the sampled
+    token; speculative decoding calls `accept` per draft token and `rollback` on rejection.
+    Never raises for a rejected token: `accept` returns False and changes nothing.
+    """
+
+    __slots__ = ("grammar", "_history", "_terminated")
+
+    def __init__(self, grammar: CompiledGrammar) -> None:
+        self.grammar = grammar
+        self._history: list[States] = [grammar.initial]
+        self._terminated = False
+
+    @property
+    def state(self) -> States:
+        return self._history[-1]
+
+    def fill_bitmask(self, bitmask: torch.Tensor, row: int = 0) -> None:
+        """Write the allowed next tokens into `bitmask[row]` (only EOS once terminated)."""
+        if self._terminated:
+            bitmask[row].copy_(torch.from_numpy(self.grammar.vocab.eos_words))
+            return
+        bitmask[row].copy_(self.grammar.mask(self.state))
+
+    def accept(self, token_id: int) -> bool:
+        """Advance by one token; False (state unchanged) when the grammar forbids it."""
+        vocab = self.grammar.vocab
+        if self._terminated or not 0 <= token_id < vocab.vocab_size:
+            return False
+        if token_id in vocab.eos_token_ids:
+            if not self.grammar.is_complete(self.state):
+                return False
+            self._history.append(self.state)
+            self._terminated = True
+            return True
+        data = vocab.token_bytes[token_id]
+        if not data or self.grammar.token_allowed(self.state, token_id) is False:
+            return False
+        nxt = self.grammar.advance(self.state, data)
+        if not nxt:
+            return False
+        self._history.append(nxt)
+        return True
+
+    def accept_bytes(self, data: bytes) -> bool:
+        """Advance by raw bytes (e.g. forced text); False and unchanged when rejected."""
+        nxt = self.grammar.advance(self.state, data) if not self._terminated else frozenset()
+        if not nxt:
+            return False
+        self._history.append(nxt)
+        return True
+
+    def rollback(self, num_tokens: int) -> None:
+        """Undo the last `num_tokens` accepted tokens (including an accepted EOS)."""
+        if num_tokens < 0 or num_tokens >= len(self._history):
+            raise ValueError(f"cannot roll back {num_tokens} tokens (have {len(self._history) - 1})")
+        if num_tokens:
+            del self._history[-num_tokens:]
+            self._terminated = False
+
+    def is_terminated(self) -> bool:
+        """True once EOS has been accepted."""
+        return self._terminated
+
+    def is_completed(self) -> bool:
+        """True when the output so far is a complete match (EOS would be accepted)."""
+        return self._terminated or self.grammar.is_complete(self.state)
+
+    def reset(self) -> None:
+        del self._history[1:]
+        self._terminated = False

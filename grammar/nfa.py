@@ -1,0 +1,184 @@
+"""Builds a byte NFA with call edges from a `Grammar`: non-recursive rules inlined, recursive ones called."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from grammar.ir import Alt, Bytes, Grammar, GrammarError, Graph, Node, Ref, Repeat, Seq, node_size
+
+HOIST_MIN_SIZE = 150     # a repeated item at least this big becomes its own called rule...
+HOIST_MIN_COPIES = 4     # ...when it is copied at least this many times
+BIG_RULE_SIZE = 4000     # a rule referenced from several places is called, not inlined, above this
+MAX_NFA_STATES = 400_000
+
+
+@dataclass(slots=True)
+class Nfa:
+    """Byte edges, epsilon edges and call edges per state; one start and final state per rule."""
+
+    byte_edges: list[list[tuple[int, int, int]]] = field(default_factory=list)
+    eps: list[list[int]] = field(default_factory=list)
+    calls: list[list[tuple[int, int]]] = field(default_factory=list)
+    rule_start: list[int] = field(default_factory=list)
+    rule_final: list[int] = field(default_factory=list)
+    rule_names: list[str] = field(default_factory=list)
+
+    def new_state(self) -> int:
+        self.byte_edges.append([])
+        self.eps.append([])
+        self.calls.append([])
+        if len(self.eps) > MAX_NFA_STATES:
+            raise GrammarError(f"grammar too large (over {MAX_NFA_STATES} automaton states)")
+        return len(self.eps) - 1
+
+
+def _ref_graph(grammar: Grammar) -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for name, node in grammar.rules.items():
+        refs: set[str] = set()
+        stack: list[Node] = [node]
+        while stack:
+            cur = stack.pop()
+            if isinstance(cur, Ref):
+                if cur.name not in grammar.rules:
+                    raise GrammarError(f"undefined rule {cur.name!r}")
+                refs.add(cur.name)
+            elif isinstance(cur, (Seq, Alt)):
+                stack.extend(cur.items)
+            elif isinstance(cur, Repeat):
+                stack.append(cur.item)
+            elif isinstance(cur, Graph):
+                stack.extend(e for _, _, e in cur.edges if e is not None)
+        graph[name] = refs
+    return graph
+
+
+def _recursive_rules(graph: dict[str, set[str]]) -> set[str]:
+    """Rules that can reach themselves through references."""
+    out: set[str] = set()
+    for start in graph:
+        seen: set[str] = set()
+        todo = list(graph[start])
+        while todo:
+            cur = todo.pop()
+            if cur == start:
+                out.add(start)
+                break
+            if cur not in seen:
+                seen.add(cur)
+                todo.extend(graph[cur])
+    return out
+
+
+class NfaBuilder:
+    """Turns a `Grammar` into an `Nfa`; called once per compile."""
+
+    def __init__(self, grammar: Grammar) -> None:
+        self.grammar = grammar
+        self.rules = dict(grammar.rules)
+        graph = _ref_graph(grammar)
+        self.recursive = _recursive_rules(graph)
+        self.sizes: dict[int, int] = {}
+        self.num_refs: dict[str, int] = {}
+        for refs in graph.values():
+            for r in refs:
+                self.num_refs[r] = self.num_refs.get(r, 0) + 1
+        self.nfa = Nfa()
+        self.rule_ids: dict[str, int] = {}
+        self.pending: list[str] = []
+        self.hoisted: dict[int, str] = {}
+
+    def build(self) -> Nfa:
+        self.rule_id(self.grammar.start)
+        while self.pending:
+            name = self.pending.pop()
+            rid = self.rule_ids[name]
+            self.emit(self.rules[name], self.nfa.rule_start[rid], self.nfa.rule_final[rid])
+        return self.nfa
+
+    def rule_id(self, name: str) -> int:
+        if name not in self.rule_ids:
+            self.rule_ids[name] = len(self.nfa.rule_start)
+            self.nfa.rule_start.append(self.nfa.new_state())
+            self.nfa.rule_final.append(self.nfa.new_state())
+            self.nfa.rule_names.append(name)
+            self.pending.append(name)
+        return self.rule_ids[name]
+
+    def is_call(self, name: str) -> bool:
+        if name in self.recursive:
+            return True
+        big = node_size(self.rules[name], self.rules, self.sizes) > BIG_RULE_SIZE
+        return big and self.num_refs.get(name, 0) > 1
+
+    def emit(self, node: Node, s: int, t: int) -> None:
+        nfa = self.nfa
+        if isinstance(node, Bytes):
+            nfa.byte_edges[s].extend((lo, hi, t) for lo, hi in node.ranges)
+        elif isinstance(node, Seq):
+            self.emit_seq(node.items, s, t)
+        elif isinstance(node, Alt):
+            for item in node.items:
+                self.emit(item, s, t)
+        elif isinstance(node, Repeat):
+            self.emit_repeat(node, s, t)
+        elif isinstance(node, Ref):
+            if node.name not in self.rules:
+                raise GrammarError(f"undefined rule {node.name!r}")
+            if self.is_call(node.name):
+                nfa.calls[s].append((self.rule_id(node.name), t))
+            else:
+                self.emit(self.rules[node.name], s, t)
+        else:
+            self.emit_graph(node, s, t)
+
+    def emit_seq(self, items: tuple[Node, ...], s: int, t: int) -> None:
+        if not items:
+            self.nfa.eps[s].append(t)
+            return
+        cur = s
+        for i, item in enumerate(items):
+            nxt = t if i == len(items) - 1 else self.nfa.new_state()
+            self.emit(item, cur, nxt)
+            cur = nxt
+
+    def emit_repeat(self, node: Repeat, s: int, t: int) -> None:
+        item = node.item
+        copies = node.min if node.max is None else node.max
+        if copies >= HOIST_MIN_COPIES and node_size(item, self.rules, self.sizes) >= HOIST_MIN_SIZE:
+            name = self.hoisted.setdefault(id(item), f"@repeat{len(self.hoisted)}")
+            self.rules[name] = item
+            item = Ref(name)
+            self.recursive.add(name)  # force a call
+        cur = s
+        for _ in range(node.min):
+            nxt = self.nfa.new_state()
+            self.emit(item, cur, nxt)
+            cur = nxt
+        if node.max is None:
+            loop = self.nfa.new_state()
+            self.nfa.eps[cur].append(loop)
+            self.emit(item, loop, loop)
+            self.nfa.eps[loop].append(t)
+            return
+        for _ in range(node.max - node.min):
+            self.nfa.eps[cur].append(t)
+            nxt = self.nfa.new_state()
+            self.emit(item, cur, nxt)
+            cur = nxt
+        self.nfa.eps[cur].append(t)
+
+    def emit_graph(self, node: Graph, s: int, t: int) -> None:
+        states = [self.nfa.new_state() for _ in range(node.num_states)]
+        self.nfa.eps[s].append(states[0])
+        for a, b, label in node.edges:
+            if label is None:
+                self.nfa.eps[states[a]].append(states[b])
+            else:
+                self.emit(label, states[a], states[b])
+        for f in node.finals:
+            self.nfa.eps[states[f]].append(t)
+
+
+def build_nfa(grammar: Grammar) -> Nfa:
+    return NfaBuilder(grammar).build()

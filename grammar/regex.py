@@ -1,0 +1,199 @@
+"""Regular expressions (Python/ECMA syntax subset) -> grammar nodes over UTF-8 or JSON-string bytes."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from grammar.ir import EMPTY, GrammarError, Node, Repeat, alt, merge_ranges, seq, subtract_ranges
+from grammar.utf8 import ALL_CHARS, codepoint_ranges_to_node
+
+Ranges = tuple[tuple[int, int], ...]
+DIGIT: Ranges = ((48, 57),)
+WORD: Ranges = ((48, 57), (65, 90), (95, 95), (97, 122))
+SPACE: Ranges = ((9, 13), (32, 32))
+_SIMPLE_ESCAPES = {"n": 10, "t": 9, "r": 13, "f": 12, "v": 11, "0": 0, "a": 7, "e": 27}
+_CLASS_ESCAPES = {"d": DIGIT, "w": WORD, "s": SPACE}
+MAX_REPEAT = 10_000
+
+
+def negate(ranges: Ranges) -> Ranges:
+    return subtract_ranges(ALL_CHARS, merge_ranges(ranges))
+
+
+class RegexParser:
+    """Recursive-descent parser; `char_node` turns a code point class into bytes."""
+
+    def __init__(self, pattern: str, char_node: Callable[[Ranges], Node], where: str) -> None:
+        self.p = pattern
+        self.i = 0
+        self.char_node = char_node
+        self.where = where
+
+    def error(self, msg: str) -> GrammarError:
+        return GrammarError(f"{self.where}: regex {self.p!r}: {msg} at offset {self.i}")
+
+    def parse(self) -> tuple[Node, bool, bool]:
+        """The node plus whether the pattern is anchored at its start and its end."""
+        start_anchor = self.p.startswith("^")
+        if start_anchor:
+            self.i = 1
+        node = self.alternation()
+        if self.i != len(self.p):
+            raise self.error("unbalanced ')'")
+        end_anchor = getattr(self, "_end_anchor", False)
+        return node, start_anchor, end_anchor
+
+    def alternation(self) -> Node:
+        options = [self.sequence()]
+        while self.i < len(self.p) and self.p[self.i] == "|":
+            self.i += 1
+            options.append(self.sequence())
+        return alt(*options)
+
+    def sequence(self) -> Node:
+        items: list[Node] = []
+        while self.i < len(self.p) and self.p[self.i] not in "|)":
+            if self.p[self.i] == "$":
+                self.i += 1
+                if self.i == len(self.p) or self.p[self.i] in "|)":
+                    self._end_anchor = True
+                    continue
+                raise self.error("'$' in the middle")
+            if self.p[self.i] == "^":
+                raise self.error("'^' in the middle")
+            items.append(self.quantified(self.atom()))
+        return seq(*items) if items else EMPTY
+
+    def quantified(self, node: Node) -> Node:
+        while self.i < len(self.p) and self.p[self.i] in "*+?{":
+            c = self.p[self.i]
+            if c == "{":
+                bounds = self.braces()
+                if bounds is None:
+                    return node
+                lo, hi = bounds
+            else:
+                self.i += 1
+                lo, hi = {"*": (0, None), "+": (1, None), "?": (0, 1)}[c]
+            if self.i < len(self.p) and self.p[self.i] in "?+":
+                self.i += 1  # lazy / possessive: same language
+            node = Repeat(node, lo, hi)
+        return node
+
+    def braces(self) -> tuple[int, int | None] | None:
+        end = self.p.find("}", self.i)
+        body = self.p[self.i + 1 : end] if end > 0 else ""
+        parts = body.split(",")
+        if end < 0 or len(parts) > 2 or not parts[0].strip().isdigit() and not (len(parts) == 2 and parts[0] == ""):
+            return None  # a literal '{'
+        lo = int(parts[0]) if parts[0].strip() else 0
+        hi: int | None = lo if len(parts) == 1 else (int(parts[1]) if parts[1].strip() else None)
+        if hi is not None and (hi < lo or hi > MAX_REPEAT):
+            raise self.error(f"bad repeat {{{body}}}")
+        self.i = end + 1
+        return lo, hi
+
+    def atom(self) -> Node:
+        c = self.p[self.i]
+        if c == "(":
+            return self.group()
+        if c == "[":
+            return self.char_node(self.char_class())
+        if c == ".":
+            self.i += 1
+            return self.char_node(negate(((10, 10),)))
+        if c == "\\":
+            ranges = self.escape(in_class=False)
+            return self.char_node(ranges)
+        if c in "*+?":
+            raise self.error("nothing to repeat")
+        self.i += 1
+        return self.char_node(((ord(c), ord(c)),))
+
+    def group(self) -> Node:
+        self.i += 1
+        if self.p.startswith("?:", self.i):
+            self.i += 2
+        elif self.p.startswith("?P<", self.i) or self.p.startswith("?<", self.i) and self.p[self.i + 2] not in "=!":
+            self.i = self.p.index(">", self.i) + 1
+        elif self.p.startswith("?", self.i):
+            raise self.error("lookaround and inline flags are not supported")
+        node = self.alternation()
+        if self.i >= len(self.p) or self.p[self.i] != ")":
+            raise self.error("missing ')'")
+        self.i += 1
+        return node
+
+    def escape(self, in_class: bool) -> Ranges:
+        self.i += 1
+        if self.i >= len(self.p):
+            raise self.error("trailing backslash")
+        c = self.p[self.i]
+        self.i += 1
+        if c in _CLASS_ESCAPES:
+            return _CLASS_ESCAPES[c]
+        if c.lower() in _CLASS_ESCAPES:
+            return negate(_CLASS_ESCAPES[c.lower()])
+        if c in _SIMPLE_ESCAPES:
+            cp = _SIMPLE_ESCAPES[c]
+            return ((cp, cp),)
+        if c in "xu":
+            n = 2 if c == "x" else 4
+            digits = self.p[self.i : self.i + n]
+            try:
+                cp = int(digits, 16)
+            except ValueError:
+                raise self.error(f"bad \\{c} escape") from None
+            self.i += n
+            return ((cp, cp),)
+        if c == "b" and in_class:
+            return ((8, 8),)
+        if c.isalnum():
+            raise self.error(f"unsupported escape \\{c}")
+        return ((ord(c), ord(c)),)
+
+    def char_class(self) -> Ranges:
+        self.i += 1
+        negated = self.p.startswith("^", self.i)
+        if negated:
+            self.i += 1
+        ranges: list[tuple[int, int]] = []
+        first = True
+        while True:
+            if self.i >= len(self.p):
+                raise self.error("missing ']'")
+            c = self.p[self.i]
+            if c == "]" and not first:
+                self.i += 1
+                break
+            first = False
+            lo_r = self.class_atom()
+            if self.p.startswith("-", self.i) and self.i + 1 < len(self.p) and self.p[self.i + 1] != "]":
+                self.i += 1
+                hi_r = self.class_atom()
+                if len(lo_r) != 1 or len(hi_r) != 1 or lo_r[0][0] != lo_r[0][1] or hi_r[0][0] > hi_r[0][1]:
+                    raise self.error("bad class range")
+                if hi_r[0][0] < lo_r[0][0]:
+                    raise self.error("reversed class range")
+                ranges.append((lo_r[0][0], hi_r[0][0]))
+            else:
+                ranges.extend(lo_r)
+        merged = merge_ranges(ranges)
+        return negate(merged) if negated else merged
+
+    def class_atom(self) -> Ranges:
+        if self.p[self.i] == "\\":
+            return self.escape(in_class=True)
+        cp = ord(self.p[self.i])
+        self.i += 1
+        return ((cp, cp),)
+
+
+def regex_to_node(pattern: str, char_node: Callable[[Ranges], Node] = codepoint_ranges_to_node,
+                  where: str = "regex", search: bool = False) -> Node:
+    """The language of `pattern`: full match, or with `search` JSON-Schema `re.search` semantics."""
+    node, start_anchor, end_anchor = RegexParser(pattern, char_node, where).parse()
+    if search:
+        anything = Repeat(char_node(ALL_CHARS), 0, None)
+        node = seq(*([] if start_anchor else [anything]), node, *([] if end_anchor else [anything]))
+    return node
