@@ -118,7 +118,7 @@ class LlamaForCausalLM(nn.Module):
 
     def forward(self, input_ids, positions, kv_caches, meta: AttentionMetadata) -> torch.Tensor:
         x = self.embed_tokens(input_ids)  # [num_tokens, hidden]
-        cos, sin = self.rope_cos[positions], self.rope_sin[positions]
+        cos, sin = self.rope_cos.index_select(0, positions), self.rope_sin.index_select(0, positions)
         for layer, kv_cache in zip(self.layers, kv_caches):
             x = layer(x, cos, sin, kv_cache, meta)
         return self.norm(x)
