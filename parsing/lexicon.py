@@ -8,7 +8,7 @@ from typing import Iterable
 class Lexicon:
     """An immutable set of marker strings, built once per format state."""
 
-    __slots__ = ("markers", "_find", "_prefixes", "_starts", "_max_len")
+    __slots__ = ("markers", "_find", "_prefixes", "_starts", "_max_len", "starts_search")
 
     def __init__(self, markers: Iterable[str]) -> None:
         self.markers = tuple(sorted(set(m for m in markers if m), key=len, reverse=True))
@@ -20,6 +20,8 @@ class Lexicon:
         self._prefixes = frozenset(m[:i] for m in self.markers for i in range(1, len(m)))
         starts = "".join(sorted(set(m[0] for m in self.markers)))
         self._starts = re.compile("[" + re.escape(starts) + "]") if starts else None
+        # search(text) -> a match where some marker could begin, or None
+        self.starts_search = self._starts.search if self._starts else _never
 
     def search(self, buf: str, pos: int) -> tuple[int, str] | None:
         """The earliest complete marker at or after pos (the longest one at that place)."""
@@ -51,3 +53,7 @@ class Lexicon:
             if buf[i:] in prefixes:
                 return i
         return n
+
+
+def _never(text: str, pos: int = 0) -> None:
+    return None

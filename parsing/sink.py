@@ -5,9 +5,10 @@ import random
 import string
 
 from parsing.events import ContentDelta, Event, ReasoningDelta, ToolCallArgs, ToolCallStart
+from parsing.machine import CONTENT, REASONING
 
 _ALNUM = string.ascii_letters + string.digits
-REASONING, CONTENT, ARGS = 0, 1, 2  # event codes; a call's arguments are ARGS + its index
+ARGS = 2  # event codes: REASONING, CONTENT (the scanner's own state numbers), ARGS + call index
 
 
 class Sink:
@@ -35,7 +36,9 @@ class Sink:
 
     def take(self) -> list[Event]:
         """Hand out the events made so far (called once per feed or close)."""
-        self._seal()
+        if len(self._parts) > 1:
+            self.events[-1].text = "".join(self._parts)
+        self._parts = []
         self._last = -1
         events, self.events = self.events, []
         return events
@@ -106,7 +109,8 @@ class Sink:
         if code == self._last:
             self._parts.append(text)
             return
-        self._seal()
+        if len(self._parts) > 1:
+            self.events[-1].text = "".join(self._parts)
         if code >= ARGS:
             self.events.append(ToolCallArgs(code - ARGS, text))
         else:

@@ -6,7 +6,7 @@ from typing import Callable, Protocol
 from parsing import machine as M
 from parsing.events import Event
 from parsing.json_calls import BLOCK_END, CALL_END, NOT_A_CALL
-from parsing.sink import CONTENT, REASONING, Sink
+from parsing.sink import Sink
 
 _WS = " \t\r\n"
 
@@ -66,8 +66,8 @@ class ParserStream:
             raise RuntimeError("feed() after close()")
         state = self._state
         if state <= M.CONTENT and self._started and not self._pending:
-            if self._m.lexicons[state].first_start(text, 0) < 0:  # fast path: plain text
-                self._sink.text(CONTENT if state == M.CONTENT else REASONING, text)
+            if self._m.lexicons[state].starts_search(text) is None:  # fast path: plain text
+                self._sink.text(state, text)  # REASONING and CONTENT share codes with the sink
                 return self._sink.take()
         if text:
             buf = self._pending + text if self._pending else text
@@ -106,10 +106,8 @@ class ParserStream:
         return pos
 
     def _emit(self, state: int, text: str) -> None:
-        if state == M.CONTENT:
-            self._sink.text(CONTENT, text)
-        elif state == M.REASONING:
-            self._sink.text(REASONING, text)
+        if state <= M.CONTENT:  # text of other states (between calls, skipped framing) is noise
+            self._sink.text(state, text)
 
     def _text_step(self, buf: str, pos: int, state: int) -> int:
         if not self._started and state <= M.CONTENT:
