@@ -36,7 +36,7 @@ def _markers(fmt: str) -> list[str]:
 def test_fuzz(fmt: str) -> None:
     pieces = _markers(fmt) + FRAGMENTS
 
-    @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
     @given(idx=st.lists(st.integers(0, len(pieces) - 1), max_size=40), seed=st.integers(0, 2**16),
            sir=st.booleans())
     def check(idx, seed, sir) -> None:

@@ -72,7 +72,7 @@ def outputs(draw, fmt: str):
 
 @pytest.mark.parametrize("fmt", parsing.formats())
 def test_rendered_calls_round_trip(fmt: str) -> None:
-    @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
     @given(out=outputs(fmt), seed=st.integers(0, 2**16))
     def check(out, seed) -> None:
         reasoning, content, calls = out
