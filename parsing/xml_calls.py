@@ -57,7 +57,7 @@ class XmlCallReader:
     """
 
     __slots__ = ("sink", "plan", "props", "tools", "outcome", "state", "parts", "kind",
-                 "num_params", "first", "nl", "key")
+                 "num_params", "first", "nl", "key", "seen", "dup")
 
     def __init__(self, sink: Sink, plan: XmlPlan, tools: dict[str, dict]) -> None:
         self.sink, self.plan, self.tools = sink, plan, tools
@@ -69,13 +69,15 @@ class XmlCallReader:
         self.num_params = 0
         self.first = self.nl = False
         self.key = ""
+        self.seen: set[str] = set()  # parameter names already written
+        self.dup = False  # the current parameter repeats a name: its value is dropped
 
     def step(self, buf: str, pos: int, final: bool) -> int:
         return _XML_STEPS[self.state](self, buf, pos, final)
 
     def finish(self) -> None:
         """End of output: close an open string value and the arguments object."""
-        if self.state == "value" and self.kind.streamable:
+        if self.state == "value" and self.kind.streamable and not self.dup:
             self.sink.args('"')
         if self.state != "head":
             self.sink.args("}")
@@ -131,12 +133,14 @@ class XmlCallReader:
 
     def _begin_value(self, found: re.Match[str]) -> None:
         self.key = found.group("key").strip()
+        self.dup = self.key in self.seen
+        self.seen.add(self.key)
         flag = found.groupdict().get("string")
         if flag is not None:
             self.kind = STRING if flag == "true" else ANY_JSON
         else:
             self.kind = kind_of(self.props.get(self.key))
-        if self.kind.streamable:
+        if self.kind.streamable and not self.dup:
             self.sink.args(self._prefix() + '"')
         self.state, self.parts = ("vopen" if self.plan.xml.value_open else "value"), []
         self.first, self.nl = True, False
@@ -190,7 +194,7 @@ class XmlCallReader:
         return after
 
     def _text(self, text: str) -> None:
-        if not text:
+        if not text or self.dup:
             return
         if self.plan.xml.strip_newline:
             if self.first and text[0] == "\n":
@@ -210,7 +214,9 @@ class XmlCallReader:
             self.parts.append(text)
 
     def _end_value(self) -> None:
-        if self.kind.streamable:
+        if self.dup:
+            pass
+        elif self.kind.streamable:
             self.sink.args('"')
         else:
             self.sink.args(self._prefix() + convert("".join(self.parts), self.kind))

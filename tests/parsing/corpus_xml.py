@@ -49,6 +49,9 @@ QWEN3_CODER = [
     qc("qwen3_coder", "function_close_in_value",
        "<tool_call>\n" + fn("run_code", ("code", "a = '</function>' + b")) + "</tool_call>",
        calls=(("run_code", {"code": "a = '</function>' + b"}),)),
+    qc("qwen3_coder", "duplicate_parameter_dropped",
+       "<tool_call>\n" + fn(W, ("city", "A"), ("city", "B"), ("days", "1")) + "</tool_call>",
+       calls=((W, {"city": "A", "days": 1}),)),
     qc("qwen3_coder", "unicode", "<tool_call>\n" + fn(W, ("city", 'Zürich "東京" \\ 🌧️\t')) + "</tool_call>",
        calls=((W, {"city": 'Zürich "東京" \\ 🌧️\t'}),)),
 ]
