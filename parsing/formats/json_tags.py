@@ -8,7 +8,7 @@ CHATML_ENDS = ("<|im_end|>", "<|endoftext|>")  # end tokens, in case they are no
 
 HERMES = Format(
     name="hermes",
-    reasoning=None,
+    reasoning=Reasoning("<scratch_pad>", "</scratch_pad>"),  # Hermes-2-Pro's planning area
     body=Envelope(),
     block_open=("<tool_call>",),
     block_close="</tool_call>",

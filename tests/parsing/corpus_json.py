@@ -8,6 +8,10 @@ CODE = 'print("</tool_call>") if x else {"a": "}"}'
 
 HERMES = [
     Case("hermes", "plain", "Hello! How can I help you today?", content="Hello! How can I help you today?"),
+    Case("hermes", "scratch_pad",
+         "<scratch_pad>\nUser wants the time.\n</scratch_pad>\n<tool_call>\n"
+         '{"name": "get_time", "arguments": {}}\n</tool_call>',
+         reasoning="User wants the time.", calls=(("get_time", {}),)),
     Case("hermes", "end_token_dropped", "Hi there.<|im_end|>", content="Hi there."),
     Case("hermes", "list_in_block",
          '<tool_call>\n[{"name": "get_time", "arguments": {}}, {"name": "get_weather", "arguments": {"city": "X"}}]\n</tool_call>',

@@ -110,7 +110,8 @@ def test_detect_format(template: str, tokens: list[str], want: str | None) -> No
 def test_reasoning_tags() -> None:
     assert parsing.reasoning_tags("qwen3") == ("<think>", "</think>")
     assert parsing.reasoning_tags("seed_oss") == ("<seed:think>", "</seed:think>")
-    assert parsing.reasoning_tags("hermes") is None
+    assert parsing.reasoning_tags("hermes") == ("<scratch_pad>", "</scratch_pad>")
+    assert parsing.reasoning_tags("gpt_oss") is None
 
 
 @pytest.mark.parametrize("fmt", ["qwen3", "qwen3_coder", "kimi_k2", "llama3_json"])
