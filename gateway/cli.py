@@ -33,7 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--no-prefix-caching", action="store_true")
     serve.add_argument("--device", default=None)
     serve.add_argument("--dtype", default=None, choices=["float32", "bfloat16", "float16"])
-    serve.add_argument("--num-threads", type=int, default=None, help="torch threads per engine core")
+    serve.add_argument("--num-threads", type=int, default=None, help="torch threads per engine core (default on CPU: (cores - 1) / data-parallel-size)")
     serve.add_argument("--data-parallel-size", type=int, default=1)
     serve.add_argument("--tool-parser", default=None, help="tool-call format name, or auto")
     serve.add_argument("--reasoning-parser", default=None, help="reasoning format name, or auto")
@@ -50,8 +50,9 @@ def _engine_config(args: argparse.Namespace):
     from engine import EngineConfig
 
     num_threads = args.num_threads
-    if num_threads is None and args.data_parallel_size > 1:
-        num_threads = max(1, (os.cpu_count() or 1) // args.data_parallel_size)
+    if num_threads is None and (args.device or "cpu") == "cpu":
+        # leave one core to the HTTP process: torch's thread pools collapse when oversubscribed
+        num_threads = max(1, ((os.cpu_count() or 1) - 1) // args.data_parallel_size)
     config = EngineConfig(
         model=args.model,
         max_model_len=args.max_model_len,
