@@ -104,7 +104,68 @@ def _fraction(max_decimals: int | None) -> Node:
 EXPONENT = opt(seq(Bytes(((69, 69), (101, 101))), opt(Bytes(((43, 43), (45, 45)))), Repeat(DIGIT, 1, None)))
 
 
+def _frac_digits(x: float) -> str:
+    """Digits after the point of a non-negative bound, as written by repr (no exponent)."""
+    text = f"{x:.17f}".rstrip("0")
+    return text.split(".")[1] if "." in text else ""
+
+
+def _frac_at_least(g: str) -> Node:
+    """Fraction digit strings f (non-empty) with 0.f >= 0.g."""
+    g = g.rstrip("0")
+    if not g:
+        return Repeat(DIGIT, 1, None)
+    head = int(g[0])
+    parts: list[Node] = []
+    if head < 9:
+        parts.append(seq(Bytes(((49 + head - 1 + 1, 57),)), star(DIGIT)))
+    rest = _frac_at_least(g[1:])
+    parts.append(seq(lit(g[0]), rest))
+    return alt(*parts)
+
+
+def _frac_at_most(h: str) -> Node:
+    """Fraction digit strings f (non-empty) with 0.f <= 0.h."""
+    h = h.rstrip("0")
+    if not h:
+        return Repeat(lit("0"), 1, None)
+    head = int(h[0])
+    parts: list[Node] = []
+    if head > 0:
+        parts.append(seq(Bytes(((48, 48 + head - 1),)), star(DIGIT)))
+    tail = _frac_at_most(h[1:])
+    parts.append(seq(lit(h[0]), alt(EMPTY, tail)))
+    return alt(*parts)
+
+
+def _split_decimal(lo: float, hi: float | None, decimals: int | None, lo_ex: bool, hi_ex: bool) -> Node | None:
+    """Exact [lo, hi] for fractional inclusive bounds with different integer parts, else None."""
+    if decimals is not None or lo_ex or hi_ex or hi is None:
+        return None
+    a, b = math.floor(lo), math.floor(hi)
+    if a == b or (float(lo).is_integer() and float(hi).is_integer()):
+        return None
+    low = seq(lit(str(a)), opt(seq(lit("."), _frac_at_least(_frac_digits(lo - a))))) if float(lo).is_integer() else \
+        seq(lit(str(a)), lit("."), _frac_at_least(_frac_digits(lo - a)))
+    parts = [low]
+    if a + 1 <= b - 1:
+        parts.append(seq(natural_range(a + 1, b - 1), _fraction(None)))
+    parts.append(seq(lit(str(b)), opt(seq(lit("."), _frac_at_most(_frac_digits(hi - b))))))
+    return alt(*parts)
+
+
 def _nonneg_decimal(lo: float, hi: float | None, decimals: int | None, lo_ex: bool, hi_ex: bool) -> Node:
+    exact = _split_decimal(lo, hi if hi is not None else None, decimals, lo_ex, hi_ex)
+    if exact is not None:
+        return exact
+    if hi is None and not lo_ex and decimals is None and not float(lo).is_integer():
+        a = math.floor(lo)
+        return alt(seq(lit(str(a)), lit("."), _frac_at_least(_frac_digits(lo - a))),
+                   seq(natural_range(a + 1, None), _fraction(None)))
+    return _nonneg_inward(lo, hi, decimals, lo_ex, hi_ex)
+
+
+def _nonneg_inward(lo: float, hi: float | None, decimals: int | None, lo_ex: bool, hi_ex: bool) -> Node:
     """Decimals m with lo <(=) m <(=) hi; exact for integral bounds, for fractional ones the
     values between the bound and the next integer inward are left out (approximate)."""
     int_lo = math.ceil(lo) + (1 if lo_ex and float(lo).is_integer() else 0)

@@ -1,0 +1,117 @@
+"""Structural tags: tool calls framed by begin/end strings with JSON-schema arguments, optionally in free text."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from grammar.ir import EMPTY, Alt, Bytes, Grammar, GrammarError, Graph, Node, Ref, Repeat, Seq, alt, lit, opt, seq
+from grammar.json_schema import compile_schema_to_grammar
+
+
+def _rename(node: Node, prefix: str) -> Node:
+    if isinstance(node, Ref):
+        return Ref(prefix + node.name)
+    if isinstance(node, Seq):
+        return Seq(tuple(_rename(i, prefix) for i in node.items))
+    if isinstance(node, Alt):
+        return Alt(tuple(_rename(i, prefix) for i in node.items))
+    if isinstance(node, Repeat):
+        return Repeat(_rename(node.item, prefix), node.min, node.max)
+    if isinstance(node, Graph):
+        edges = tuple((a, b, None if n is None else _rename(n, prefix)) for a, b, n in node.edges)
+        return Graph(node.num_states, edges, node.finals)
+    return node
+
+
+def _alternatives(spec: dict[str, Any], rules: dict[str, Node]) -> list[tuple[bytes, Node]]:
+    """(begin bytes, body = schema + end) per alternative; the schemas' rules go into `rules`."""
+    alts = spec.get("alternatives")
+    if not isinstance(alts, list) or not alts:
+        raise GrammarError("structural tag: 'alternatives' must be a non-empty list")
+    ws = spec.get("whitespace", "compact")
+    out: list[tuple[bytes, Node]] = []
+    for i, item in enumerate(alts):
+        if not isinstance(item, dict) or not isinstance(item.get("begin"), str) or not isinstance(item.get("end"), str):
+            raise GrammarError(f"structural tag: alternatives/{i} needs string 'begin' and 'end'")
+        if not item["begin"]:
+            raise GrammarError(f"structural tag: alternatives/{i}/begin must not be empty")
+        try:
+            sub = compile_schema_to_grammar(item.get("schema", True), ws)
+        except GrammarError as exc:
+            raise GrammarError(f"structural tag: alternatives/{i}/schema: {exc}") from None
+        prefix = f"tag{i}/"
+        for name, node in sub.rules.items():
+            rules[prefix + name] = _rename(node, prefix)
+        out.append((item["begin"].encode(), seq(Ref(prefix + sub.start), lit(item["end"]))))
+    return out
+
+
+def _text_graph(calls: list[tuple[bytes, Node]], min_calls: int) -> Graph:
+    """Free text where reaching a begin string starts that call (an Aho-Corasick automaton);
+    two copies of the text states when at least one call is required."""
+    prefixes = sorted({b[:k] for b, _ in calls for k in range(len(b))}, key=lambda p: (len(p), p))
+    index = {p: i for i, p in enumerate(prefixes)}
+    begins = {b: body for b, body in calls}
+    n = len(prefixes)
+    copies = 2 if min_calls else 1
+    edges: list[tuple[int, int, Node | None]] = []
+    for copy in range(copies):
+        base = copy * n
+        after = (copies - 1) * n  # after a call: the last copy (enough calls made)
+        for p in prefixes:
+            targets: dict[int | bytes, list[int]] = {}
+            for b in range(256):
+                s = p + bytes([b])
+                if s in begins:
+                    targets.setdefault(s, []).append(b)
+                    continue
+                while s not in index:
+                    s = s[1:]
+                targets.setdefault(index[s], []).append(b)
+            for target, byte_list in targets.items():
+                ranges = _ranges(byte_list)
+                if isinstance(target, bytes):
+                    edges.append((base + index[p], after, seq(Bytes(ranges), begins[target])))
+                else:
+                    edges.append((base + index[p], base + target, Bytes(ranges)))
+    finals = tuple(range((copies - 1) * n, copies * n))
+    return Graph(copies * n, tuple(edges), finals)
+
+
+def _ranges(values: list[int]) -> tuple[tuple[int, int], ...]:
+    out: list[tuple[int, int]] = []
+    for v in values:
+        if out and out[-1][1] == v - 1:
+            out[-1] = (out[-1][0], v)
+        else:
+            out.append((v, v))
+    return tuple(out)
+
+
+def structural_to_grammar(spec: dict[str, Any]) -> Grammar:
+    if not isinstance(spec, dict):
+        raise GrammarError("structural tag spec must be a dict")
+    known = {"alternatives", "separator", "allow_free_text", "min_calls", "max_calls", "whitespace"}
+    for key in spec:
+        if key not in known:
+            raise GrammarError(f"structural tag: unknown field {key!r}")
+    rules: dict[str, Node] = {}
+    calls = _alternatives(spec, rules)
+    free = bool(spec.get("allow_free_text", False))
+    min_calls = spec.get("min_calls", 0 if free else 1)
+    max_calls = spec.get("max_calls")
+    if not isinstance(min_calls, int) or min_calls < 0 or (max_calls is not None and (not isinstance(max_calls, int) or max_calls < max(min_calls, 1))):
+        raise GrammarError("structural tag: bad min_calls/max_calls")
+    if free:
+        if max_calls is not None or min_calls > 1:
+            raise GrammarError("structural tag: with free text only min_calls 0 or 1 and no max_calls are supported")
+        rules["start"] = _text_graph(calls, min_calls)
+        return Grammar(rules, "start")
+    sep = spec.get("separator", "")
+    if not isinstance(sep, str):
+        raise GrammarError("structural tag: 'separator' must be a string")
+    call = alt(*[seq(lit(b), body) for b, body in calls])
+    more = Repeat(seq(lit(sep), call), max(min_calls - 1, 0), None if max_calls is None else max_calls - 1)
+    body = seq(call, more)
+    rules["start"] = opt(body) if min_calls == 0 else body
+    return Grammar(rules, "start")
