@@ -34,7 +34,7 @@ class ParserStream:
     """
 
     __slots__ = ("_m", "_sink", "_state", "_reader", "_pending", "_started", "_final",
-                 "_in_block", "_new_reader", "_closed")
+                 "_in_block", "_new_reader", "_closed", "_calls_before")
 
     def __init__(self, m: M.Machine, new_reader: Callable[[Sink, str, str], Reader], sink: Sink,
                  starts_in_reasoning: bool) -> None:
@@ -49,6 +49,7 @@ class ParserStream:
         self._final = False
         self._in_block = False
         self._closed = False
+        self._calls_before = 0  # calls started before the current reader
 
     @property
     def num_calls(self) -> int:
@@ -171,6 +172,7 @@ class ParserStream:
 
     def _start_reader(self, action: str, marker: str) -> None:
         self._reader = self._new_reader(self._sink, action, marker)
+        self._calls_before = self._sink.num_calls
         self._state = M.READER
 
     def _after_reader(self, outcome: str) -> None:
@@ -191,4 +193,5 @@ class ParserStream:
         else:  # the body ended: skip framing up to the closer, if the format has one
             fmt = self._m.fmt
             has_closer = (fmt.call_open and fmt.call_close) or (self._in_block and fmt.block_close)
-            self._state = M.SKIP if has_closer and not fmt.harmony else M.CONTENT
+            bare_miss = not self._in_block and self._sink.num_calls == self._calls_before
+            self._state = M.SKIP if has_closer and not fmt.harmony and not bare_miss else M.CONTENT

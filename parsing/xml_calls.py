@@ -57,7 +57,7 @@ class XmlCallReader:
     """
 
     __slots__ = ("sink", "plan", "props", "tools", "outcome", "state", "parts", "kind",
-                 "num_params", "first", "nl", "key", "seen", "dup")
+                 "num_params", "first", "nl", "key", "seen", "dup", "num_chars")
 
     def __init__(self, sink: Sink, plan: XmlPlan, tools: dict[str, dict]) -> None:
         self.sink, self.plan, self.tools = sink, plan, tools
@@ -65,6 +65,7 @@ class XmlCallReader:
         self.outcome: str | None = None
         self.state = "head"
         self.parts: list[str] = []
+        self.num_chars = 0  # length of a header collected in parts
         self.kind: ValueKind = STRING
         self.num_params = 0
         self.first = self.nl = False
@@ -86,16 +87,15 @@ class XmlCallReader:
     def _head(self, buf: str, pos: int, final: bool) -> int:
         m = self.plan.name_stop.search(buf, pos)
         end = m.start() if m else len(buf)
-        self.parts.append(buf[pos:end])
-        if m is None:
-            if sum(map(len, self.parts)) > _MAX_HEADER:
-                self.outcome = BODY_END
+        if self._collect(buf[pos:end]) and m is None:
+            self.outcome = BODY_END
+        if m is None or self.outcome is not None:
             return end
         found = self.plan.name_re.fullmatch("".join(self.parts))
         name = found.group("name").strip() if found else ""
         if not name or _BAD_NAME.intersection(name):
-            self.outcome = BODY_END
-            return end
+            self.outcome = BODY_END  # not a call (an unrendered template, say): drop its header
+            return m.end()
         self.sink.start_call(name)
         self.sink.args("{")
         props = self.tools.get(name)
@@ -109,7 +109,7 @@ class XmlCallReader:
             return len(buf) if final else self.plan.params.hold_start(buf, pos)
         start, marker = hit
         if marker == self.plan.xml.param_open:
-            self.state, self.parts = "phead", []
+            self.state, self.parts, self.num_chars = "phead", [], 0
         else:
             self.sink.args("}")
             self.outcome = CALL_END if marker == self.plan.call_close else BLOCK_END
@@ -119,17 +119,23 @@ class XmlCallReader:
         lex = self.plan.param_stop
         hit = lex.search(buf, pos)
         end = hit[0] if hit else (len(buf) if final else lex.hold_start(buf, pos))
-        self.parts.append(buf[pos:end])
+        too_long = self._collect(buf[pos:end])
         found = None
         if hit is not None:
             found = self.plan.param_re.fullmatch("".join(self.parts))
         if found is None:
-            if hit is not None or sum(map(len, self.parts)) > _MAX_HEADER:
+            if hit is not None or too_long:
                 self.sink.args("}")
                 self.outcome = BODY_END
             return end
         self._begin_value(found)
         return hit[0] + len(hit[1])
+
+    def _collect(self, text: str) -> bool:
+        """Add header text; True once the header is too long to be one."""
+        self.parts.append(text)
+        self.num_chars += len(text)
+        return self.num_chars > _MAX_HEADER
 
     def _begin_value(self, found: re.Match[str]) -> None:
         self.key = found.group("key").strip()

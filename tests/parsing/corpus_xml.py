@@ -39,6 +39,8 @@ QWEN3_CODER = [
        + "</tool_call>", reasoning="I should call it.", calls=((W, {"city": "Rome"}),), starts_in_reasoning=True),
     qc("qwen3_coder", "unrendered_template", "<tool_call>\n<function={{ name }}>\n</function>\n</tool_call>ok",
        content="ok"),
+    qc("qwen3_coder", "bare_unrendered_is_not_a_call", "Use <function={{ name }}> in templates.",
+       content="Use in templates."),
     qc("qwen3_coder", "truncated_string", "<tool_call>\n<function=run_code>\n<parameter=code>\nprint(1)\npri",
        calls=(("run_code", {"code": "print(1)\npri"}),)),
     qc("qwen3_coder", "truncated_typed", "<tool_call>\n<function=get_weather>\n<parameter=city>\nA\n"
