@@ -7,11 +7,11 @@
 """
 from __future__ import annotations
 
-from parsing.compiled import COMPILED, COMPILED_NO_CALLS, reader_factory
+from parsing.compiled import COMPILED, COMPILED_NO_CALLS, Compiled, reader_factory
 from parsing.detect import detect_format
 from parsing.events import (ContentDelta, Event, Parsed, ReasoningDelta, ToolCall, ToolCallArgs,
                             ToolCallStart, collect)
-from parsing.formats import NAMES, REGISTRY
+from parsing.formats import NAMES
 from parsing.sink import Sink
 from parsing.stream import ParserStream
 
@@ -27,7 +27,7 @@ def formats() -> list[str]:
     return list(NAMES)
 
 
-def _compiled(format: str, calls: bool = True):
+def _compiled(format: str, calls: bool = True) -> Compiled:
     try:
         return (COMPILED if calls else COMPILED_NO_CALLS)[format]
     except KeyError:
@@ -61,8 +61,8 @@ def call_syntax(format: str) -> dict | None:
     calls), optional `block_begin`/`block_end` (around all calls), and for xml `param_begin`
     / `param_end` (with `{key}`, and `{string}` for DSML). None when the format has no calls.
     """
-    fmt = REGISTRY[_compiled(format).machine.fmt.name]
-    return dict(fmt.syntax) if fmt.syntax else None
+    syntax = _compiled(format).machine.fmt.syntax
+    return dict(syntax) if syntax else None
 
 
 def reasoning_tags(format: str) -> tuple[str, str] | None:
