@@ -111,3 +111,20 @@ async def test_64_concurrent_streams_all_finish(aclient):
 
     reasons = await asyncio.gather(*(one(i) for i in range(64)))
     assert len(reasons) == 64 and set(reasons) <= {"stop", "length"}
+
+
+def test_every_sampling_field_is_accepted(client):
+    tools = [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object", "properties": {}}}}]
+    reply = client.chat.completions.create(
+        model="tiny", messages=MESSAGES, max_completion_tokens=6, temperature=0.7, top_p=0.9, seed=5,
+        presence_penalty=0.3, frequency_penalty=0.2, logit_bias={"7": 2.0}, stop=["\n\n"], tools=tools,
+        extra_body={"top_k": 20, "min_p": 0.05, "repetition_penalty": 1.1, "ignore_eos": True, "min_tokens": 6,
+                    "chat_template_kwargs": {"enable_thinking": False}, "add_generation_prompt": True},
+    )
+    assert reply.choices[0].finish_reason == "length" and reply.usage.completion_tokens == 6
+    cont = client.chat.completions.create(
+        model="tiny", max_tokens=4, temperature=0,
+        messages=[{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}],
+        extra_body={"continue_final_message": True, "add_generation_prompt": False},
+    )
+    assert cont.choices[0].finish_reason in ("stop", "length")
