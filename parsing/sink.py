@@ -1,13 +1,12 @@
 """Sink: collects one stream's events, trims text segments and numbers the tool calls."""
 from __future__ import annotations
 
-import random
-import string
+import base64
+import os
 
 from parsing.events import ContentDelta, Event, ReasoningDelta, ToolCallArgs, ToolCallStart
 from parsing.machine import CONTENT, REASONING
 
-_ALNUM = string.ascii_letters + string.digits
 ARGS = 2  # event codes: REASONING, CONTENT (the scanner's own state numbers), ARGS + call index
 
 
@@ -20,7 +19,7 @@ class Sink:
     whitespace, so framing newlines never reach the client.
     """
 
-    __slots__ = ("events", "num_calls", "id_style", "_kind", "_open", "_ws", "_rng", "_had", "_parts", "_last")
+    __slots__ = ("events", "num_calls", "id_style", "_kind", "_open", "_ws", "_had", "_parts", "_last")
 
     def __init__(self, id_style: str) -> None:
         self.events: list[Event] = []
@@ -30,7 +29,6 @@ class Sink:
         self._open = False
         self._ws: list[str] = []  # trailing whitespace of the segment, not yet sent
         self._parts: list[str] = []  # text of the last event, joined when it is handed out
-        self._rng = random.Random()
         self._had = [False, False]  # [kind]: a segment of this kind already had text
         self._last = -1  # code of the last event, while more text may merge into it
 
@@ -99,9 +97,10 @@ class Sink:
             self._push(ARGS + self.num_calls - 1, text)
 
     def new_id(self) -> str:
+        """A fresh random call id: 9 alphanumerics for Mistral, else call_ + 24."""
         if self.id_style == "mistral":
-            return "".join(self._rng.choices(_ALNUM, k=9))
-        return "call_" + "".join(self._rng.choices(_ALNUM, k=24))
+            return _random_alnum(9)
+        return "call_" + _random_alnum(24)
 
     def _push(self, code: int, text: str) -> None:
         """Append text as an event of `code` (0 reasoning, 1 content, ARGS + call index),
@@ -117,3 +116,8 @@ class Sink:
             self.events.append(ReasoningDelta(text) if code == REASONING else ContentDelta(text))
         self._parts = [text]
         self._last = code
+
+
+def _random_alnum(n: int) -> str:
+    """n random characters from A-Z and 2-7 (base32 of system randomness)."""
+    return base64.b32encode(os.urandom((n * 5 + 7) // 8)).decode()[:n]
