@@ -111,6 +111,20 @@ def run_stream_table(formats: list[str], sizes: dict[str, int], total: int) -> d
     return results
 
 
+def run_region_table(formats: list[str], size: int) -> None:
+    """Throughput of plain content and of one call's string argument, 4-character deltas."""
+    print(f"\nMB/s by region, {size // 1000} KB, 4-character deltas "
+          "(targets: content >= 2, arguments >= 1)")
+    print(f"{'format':<14}{'content':>9}{'arguments':>11}")
+    for fmt in formats:
+        content = _fill(size)
+        args = _call(fmt, _fill(size).replace("</", "< /"))
+        if fmt == "gpt_oss":
+            content = "<|channel|>final<|message|>" + content
+        row = [1 / us_per_char(stream_seconds, fmt, text, 4, size) for text in (content, args)]
+        print(f"{fmt:<14}{row[0]:>9.2f}{row[1]:>11.2f}")
+
+
 def run_naive_table(fmt: str, sizes: list[int]) -> dict:
     print(f"\nnaive re-parse baseline vs stream ({fmt}, 4-character deltas)")
     print(f"{'size':>8}{'naive us/ch':>14}{'stream us/ch':>14}{'speedup':>10}")
@@ -161,6 +175,7 @@ def main() -> None:
     print(f"python {sys.version.split()[0]}; us/ch = CPU microseconds per character "
           "(each cell averages the same amount of work)\n")
     stream = run_stream_table(formats, sizes, 100_000 if args.quick else 300_000)
+    run_region_table(formats, 200_000 if args.quick else 1_000_000)
     naive = run_naive_table("qwen3", [1_000, 4_000, 16_000] if args.quick else [1_000, 4_000, 16_000, 32_000])
     if args.plot:
         plot(args.plot, stream, naive, sizes)
