@@ -112,7 +112,6 @@ class ModelRunner:
                 if request_id in allowed_masks:
                     mask[j] = allowed_masks[request_id].to(self.device)
         out = sample(logits, self._sampling_batch(row_slots, mask))
-        for slot, token_id in zip(row_slots, out.token_ids):
-            self.slots.append_token(slot, token_id)
+        self.slots.append_tokens(row_slots, out.token_ids)
         logprobs = {r: lp for r, lp in zip(row_ids, out.logprobs) if lp is not None}
         return StepResult(dict(zip(row_ids, out.token_ids)), logprobs)

@@ -60,9 +60,12 @@ class RequestSlots:
             self.params[slot] = None
             self._free.append(slot)
 
-    def append_token(self, slot: int, token_id: int) -> None:
-        self.token_ids[slot, self.num_tokens[slot]] = token_id
-        self.num_tokens[slot] += 1
+    def append_tokens(self, slots: list[int], token_ids: list[int]) -> None:
+        """Writes one sampled token per slot, in one tensor write."""
+        columns = [self.num_tokens[slot] for slot in slots]
+        self.token_ids[slots, columns] = torch.tensor(token_ids, dtype=torch.long)
+        for slot in slots:
+            self.num_tokens[slot] += 1
 
     def penalty_tokens(self, slot: int) -> tuple[torch.Tensor, torch.Tensor]:
         """(prompt ids, output ids so far) of the request in `slot`."""
