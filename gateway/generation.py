@@ -83,8 +83,12 @@ async def fan_out(pool: EnginePool, request_id: str, jobs: list[Job]) -> AsyncIt
     which aborts them in the engine.
     """
     if len(jobs) == 1:
-        async for out in pool.generate(request_id, *jobs[0]):
-            yield 0, out
+        stream = pool.generate(request_id, *jobs[0])
+        try:
+            async for out in stream:
+                yield 0, out
+        finally:
+            await stream.aclose()
         return
     queue: asyncio.Queue = asyncio.Queue()
     tasks = [

@@ -156,6 +156,21 @@ def _chat_logprobs(req: ChatCompletionRequest) -> int | None:
     return (req.top_logprobs or 0) if req.logprobs else None
 
 
+def check_tool_choice(req: ChatCompletionRequest) -> None:
+    """tool_choice is "none", "auto", "required" or a named function among `tools`."""
+    choice = req.tool_choice
+    if choice is None or choice in ("none", "auto"):
+        return
+    if choice != "required" and not isinstance(choice, dict):
+        raise bad_request(f"tool_choice must be none, auto, required or a named function, got {choice!r}", "tool_choice")
+    if not req.tools:
+        raise bad_request("tool_choice needs tools", "tool_choice")
+    if isinstance(choice, dict):
+        name = (choice.get("function") or {}).get("name") if isinstance(choice.get("function"), dict) else None
+        if name not in {tool.function.name for tool in req.tools}:
+            raise bad_request(f"tool_choice names {name!r}, which is not among the tools", "tool_choice")
+
+
 def choice_params(params: SamplingParams, n: int) -> list[SamplingParams]:
     """One SamplingParams per choice; with a seed, choice i gets a distinct seed derived from it."""
     if n == 1:

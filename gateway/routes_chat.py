@@ -16,7 +16,7 @@ from gateway.engine_pool import EngineUnavailable
 from gateway.errors import ApiError, from_value_error
 from gateway.generation import admit, check_model, fan_out, read_body, unavailable, validate
 from gateway.metrics import TokenTimer
-from gateway.request_mapping import choice_params, sampling_params
+from gateway.request_mapping import check_tool_choice, choice_params, sampling_params
 from gateway.sse import SseWriter
 from gateway.state import SERVICES, Services
 from schemas.openai import (
@@ -44,6 +44,7 @@ class ChatCall:
         self.id = f"chatcmpl-{uuid.uuid4().hex}"
         self.created = int(time.time())
         pool = services.pool
+        check_tool_choice(req)
         rendered = services.renderer.render(
             req.messages,
             tools=req.tools,

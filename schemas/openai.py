@@ -7,7 +7,7 @@ encoded with msgspec; chunk and message deltas omit absent fields the way OpenAI
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 import msgspec
 
@@ -154,17 +154,6 @@ class ChatTokenLogprob(msgspec.Struct, kw_only=True):
 
 class ChatLogprobs(msgspec.Struct, kw_only=True):
     content: list[ChatTokenLogprob] | None
-
-
-class FunctionCallOut(msgspec.Struct, kw_only=True):
-    name: str
-    arguments: str
-
-
-class ToolCallOut(msgspec.Struct, kw_only=True):
-    id: str
-    function: FunctionCallOut
-    type: Literal["function"] = "function"
 
 
 class FunctionDelta(msgspec.Struct, kw_only=True, omit_defaults=True):

@@ -54,6 +54,11 @@ BAD_BODIES = [
     ({"messages": MESSAGES, "stop": ""}, "stop"),
     ({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]}, "messages"),
     ({"messages": MESSAGES, "seed": 2**70}, "seed"),
+    ({"messages": MESSAGES, "tool_choice": "required"}, "tool_choice"),
+    ({"messages": MESSAGES, "tool_choice": "sometimes"}, "tool_choice"),
+    ({"messages": MESSAGES, "tools": [{"type": "function", "function": {"name": "f"}}],
+      "tool_choice": {"type": "function", "function": {"name": "g"}}}, "tool_choice"),
+    ({"messages": MESSAGES, "response_format": {"type": "xml"}}, "response_format"),
 ]
 
 
