@@ -110,16 +110,16 @@ def _frac_digits(x: float) -> str:
     return text.split(".")[1] if "." in text else ""
 
 
-def _frac_at_least(g: str) -> Node:
-    """Fraction digit strings f (non-empty) with 0.f >= 0.g."""
+def _frac_at_least(g: str, nonempty: bool = True) -> Node:
+    """Fraction digit strings f with 0.f >= 0.g."""
     g = g.rstrip("0")
     if not g:
-        return Repeat(DIGIT, 1, None)
+        return Repeat(DIGIT, 1 if nonempty else 0, None)
     head = int(g[0])
     parts: list[Node] = []
     if head < 9:
         parts.append(seq(Bytes(((49 + head - 1 + 1, 57),)), star(DIGIT)))
-    rest = _frac_at_least(g[1:])
+    rest = _frac_at_least(g[1:], False)
     parts.append(seq(lit(g[0]), rest))
     return alt(*parts)
 
