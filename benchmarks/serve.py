@@ -248,7 +248,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--model", default=None, help="model path for --spawn and the offline engine (default model)")
     parser.add_argument("--api-key", default=None)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 16, 64])
-    parser.add_argument("--num-requests", type=int, default=None, help="per level (default: 2 x concurrency, >= 4)")
+    parser.add_argument("--num-requests", type=int, default=None, help="per level (default: waves x concurrency, >= 4)")
+    parser.add_argument("--waves", type=int, default=2, help="requests per level as a multiple of the concurrency")
     parser.add_argument("--prompt-len", type=int, default=128)
     parser.add_argument("--output-len", type=int, default=128)
     parser.add_argument("--max-model-len", type=int, default=2048, help="for --spawn")
@@ -272,7 +273,7 @@ def main(argv: list[str] | None = None) -> None:
         warmup = make_prompts(1, args.prompt_len, -1, high=args.max_token_id)
         asyncio.run(run_level(url, model, warmup, 1, 4, headers))
         for i, conc in enumerate(args.concurrency):
-            num = args.num_requests or max(4, 2 * conc)
+            num = args.num_requests or max(4, args.waves * conc)
             prompts = make_prompts(num, args.prompt_len, args.seed + i, high=args.max_token_id)
             workloads.append(prompts)
             level = asyncio.run(run_level(url, model, prompts, conc, args.output_len, headers))
