@@ -20,7 +20,7 @@ async def collect(llm: AsyncLLM, request_id: str, prompt: list[int], params: Sam
     return text, ids, last
 
 
-async def wait_for(predicate, timeout=10.0):
+async def wait_for(predicate, timeout=30.0):
     for _ in range(int(timeout / 0.05)):
         if predicate():
             return True
