@@ -12,14 +12,22 @@ import dataclasses
 from collections.abc import AsyncIterator
 
 from engine.config import EngineConfig
-from engine.core import ModelInfo
 from engine.core_client import CoreClient
 from engine.loader import resolve_model
 from engine.output_processor import OutputProcessor
 from engine.outputs import RequestOutput
 from engine.tokenizer import load_tokenizer
 from engine.validation import validate_request
-from schemas.engine import AbortRequests, AddRequest, EngineRequest, EngineStats, ResetPrefixCache, SamplingParams, StepOutputs
+from schemas.engine import (
+    AbortRequests,
+    AddRequest,
+    EngineRequest,
+    EngineStats,
+    ModelInfo,
+    ResetPrefixCache,
+    SamplingParams,
+    StepOutputs,
+)
 
 
 class EngineDeadError(RuntimeError):
@@ -30,12 +38,11 @@ class AsyncLLM:
     """One engine core behind an asyncio interface; create with `await AsyncLLM.start(config)`."""
 
     def __init__(self, client: CoreClient, tokenizer) -> None:
-        ready = client.ready
         self.client = client
         self.tokenizer = tokenizer
-        self.model_info = ModelInfo(ready.name, ready.path, ready.max_model_len, ready.vocab_size,
-                                    list(ready.eos_token_ids), ready.num_total_blocks)  # fmt: skip
-        self.stats = EngineStats(num_total_blocks=ready.num_total_blocks, num_free_blocks=ready.num_total_blocks)
+        self.model_info: ModelInfo = client.ready.info
+        num_blocks = self.model_info.num_total_blocks
+        self.stats = EngineStats(num_total_blocks=num_blocks, num_free_blocks=num_blocks)
         self._processor = OutputProcessor(tokenizer)
         self._queues: dict[str, asyncio.Queue] = {}
         self._dead = False

@@ -34,6 +34,7 @@ class EngineConfig:
     cache_dir: Path = field(default_factory=default_cache_dir)
     seed: int = 0
     grammar_compile_timeout: float = 30.0  # seconds before a structured-output request fails
+    model_impl: str = "auto"  # "native", "transformers", or "auto": native where we implement the architecture
 
     def validate(self) -> None:
         """Raises ValueError naming the first field out of range."""
@@ -46,3 +47,5 @@ class EngineConfig:
             raise ValueError(f"num_kv_blocks must be >= 1, got {self.num_kv_blocks}")
         if self.dtype not in (None, "float32", "bfloat16", "float16"):
             raise ValueError(f"dtype must be float32, bfloat16 or float16, got {self.dtype!r}")
+        if self.model_impl not in ("auto", "native", "transformers"):
+            raise ValueError(f"model_impl must be auto, native or transformers, got {self.model_impl!r}")

@@ -9,35 +9,21 @@ from __future__ import annotations
 import json
 import logging
 import time
-from dataclasses import dataclass
-
 import torch
 
 from engine.config import EngineConfig
 from engine.kv_cache import KVCacheManager
 from engine.loader import resolve_model
-from engine.loader.weights import load_native_model
+from engine.loader.weights import load_model
 from engine.request import Request
 from engine.runner import ModelRunner
 from engine.scheduler import Scheduler, SchedulerOutput
 from engine.structured import StructuredOutputs
 from engine.validation import validate_request
-from schemas.engine import EngineOutput, EngineRequest, EngineStats, TokenLogprob
+from schemas.engine import EngineOutput, EngineRequest, EngineStats, ModelInfo, TokenLogprob
 
 log = logging.getLogger(__name__)
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-
-
-@dataclass(frozen=True, slots=True)
-class ModelInfo:
-    """Facts about the loaded model that clients need (validation, templates, routing)."""
-
-    name: str
-    path: str
-    max_model_len: int
-    vocab_size: int
-    eos_token_ids: list[int]
-    num_total_blocks: int
 
 
 def eos_token_ids(folder, config: dict) -> list[int]:
@@ -74,7 +60,7 @@ class EngineCore:
         if config.num_threads:
             torch.set_num_threads(config.num_threads)
         torch.manual_seed(config.seed)
-        model = load_native_model(files.folder, files.config, device, dtype)
+        model = load_model(files.folder, files.config, device, dtype, config.model_impl)
         num_blocks = _num_blocks(config, model.kv_shape, dtype)
         max_len = min(config.max_model_len or model.args.max_position_embeddings, num_blocks * config.block_size)
         self.info = ModelInfo(files.name, str(files.folder), max_len, model.args.vocab_size,

@@ -37,8 +37,7 @@ def serve_core(config: EngineConfig, sock: socket.socket) -> None:
     except Exception as exc:  # report any load failure to the client instead of dying silently
         conn.send(CoreFailed(message=str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"))
         return
-    info = core.info
-    conn.send(CoreReady(info.name, info.path, info.max_model_len, info.vocab_size, info.eos_token_ids, info.num_total_blocks))
+    conn.send(CoreReady(core.info))
     inbox: queue.Queue = queue.Queue()
     threading.Thread(target=_reader, args=(conn, inbox), daemon=True, name="core-reader").start()
     try:

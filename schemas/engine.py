@@ -120,8 +120,8 @@ class StepOutputs(msgspec.Struct, tag="outputs"):
     stats: EngineStats
 
 
-class CoreReady(msgspec.Struct, tag="ready"):
-    """Sent once the model is loaded: the facts the client needs."""
+class ModelInfo(msgspec.Struct, frozen=True):
+    """Facts about the loaded model that clients need (validation, templates, routing)."""
 
     name: str
     path: str
@@ -129,6 +129,12 @@ class CoreReady(msgspec.Struct, tag="ready"):
     vocab_size: int
     eos_token_ids: list[int]
     num_total_blocks: int
+
+
+class CoreReady(msgspec.Struct, tag="ready"):
+    """Sent once the model is loaded."""
+
+    info: ModelInfo
 
 
 class CoreFailed(msgspec.Struct, tag="failed"):

@@ -1,4 +1,4 @@
-"""Reads safetensors weights by name and builds the native model on the target device."""
+"""Builds the model on the target device: native from safetensors read by name, or through transformers."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import torch
 
-from engine.models import build_model
+from engine.models import NATIVE_ARCHITECTURES, build_model
 
 
 def iter_safetensors(folder: Path) -> Iterator[tuple[str, torch.Tensor]]:
@@ -33,3 +33,20 @@ def load_native_model(folder: Path, config: dict, device: torch.device, dtype: t
         model = build_model(config)
     model.load_weights(iter_safetensors(folder))
     return model.to(dtype=dtype).eval()
+
+
+def choose_impl(config: dict, model_impl: str) -> str:
+    """"native" or "transformers" for `model_impl` "auto": native where we implement the architecture."""
+    if model_impl != "auto":
+        return model_impl
+    native = any(arch in NATIVE_ARCHITECTURES for arch in config.get("architectures") or [])
+    return "native" if native else "transformers"
+
+
+def load_model(folder: Path, config: dict, device: torch.device, dtype: torch.dtype, model_impl: str = "auto"):
+    """The model for the runner, built by the implementation `model_impl` selects."""
+    if choose_impl(config, model_impl) == "native":
+        return load_native_model(folder, config, device, dtype)
+    from engine.models.transformers_backend import load_transformers_model
+
+    return load_transformers_model(folder, device, dtype)

@@ -1,0 +1,184 @@
+"""Transformers backend: any Hugging Face causal LM on the engine's flattened batch, attention through our KV cache.
+
+The Hugging Face model runs unmodified as one sequence of batch size 1 holding every
+scheduled token (prefill chunks and decodes mixed), with explicit `position_ids` and no
+transformers cache. Its attention layers call `paged_attention_forward`, registered under
+`ATTN_NAME` in transformers' `AttentionInterface`; the per-step KV caches and metadata
+reach it through the `engine_context` keyword argument that transformers forwards from
+the model's `forward` down to every attention call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from kernels import AttentionMetadata, paged_attention, write_kv_cache
+
+ATTN_NAME = "engine_paged"
+# Attention features transformers may ask for that paged_attention cannot compute.
+_UNSUPPORTED_KWARGS = ("softcap", "position_bias", "s_aux", "sinks", "attention_chunk_size")
+
+
+@dataclass(slots=True)
+class PagedContext:
+    """One forward's KV caches (per layer) and attention metadata, handed to every attention call."""
+
+    kv_caches: list[tuple[torch.Tensor, torch.Tensor]]
+    meta: AttentionMetadata
+
+
+@dataclass(slots=True)
+class ProbeContext:
+    """A load-time dry run: records (layer_idx, key shape, value shape) of each attention call."""
+
+    calls: list[tuple[int | None, tuple[int, ...], tuple[int, ...]]] = field(default_factory=list)
+
+
+def _check_supported(module: nn.Module, attention_mask, is_causal: bool | None, kwargs: dict) -> None:
+    name = type(module).__name__
+    for key in _UNSUPPORTED_KWARGS:
+        if kwargs.get(key) is not None:
+            raise ValueError(f"model: {name} asks for attention feature {key!r}, which the engine's paged attention lacks")
+    if attention_mask is not None:
+        raise ValueError(f"model: {name} builds its own attention mask; the engine's paged attention is causal only")
+    if not (is_causal if is_causal is not None else getattr(module, "is_causal", True)):
+        raise ValueError(f"model: {name} uses bidirectional attention; the engine's paged attention is causal only")
+
+
+def paged_attention_forward(
+    module: nn.Module,
+    query: torch.Tensor,  # [1, num_heads, num_tokens, head_dim]
+    key: torch.Tensor,  # [1, num_kv_heads, num_tokens, head_dim]
+    value: torch.Tensor,  # [1, num_kv_heads, num_tokens, head_dim]
+    attention_mask: torch.Tensor | None,
+    scaling: float | None = None,
+    dropout: float = 0.0,
+    sliding_window: int | None = None,
+    is_causal: bool | None = None,
+    engine_context: PagedContext | ProbeContext | None = None,
+    **kwargs,
+) -> tuple[torch.Tensor, None]:
+    """transformers' attention-function signature; returns ([1, num_tokens, num_heads, head_dim], None)."""
+    if engine_context is None:
+        raise RuntimeError(f"{ATTN_NAME} attention runs only inside the engine's TransformersModel")
+    _check_supported(module, attention_mask, is_causal, kwargs)
+    scale = scaling if scaling is not None else query.shape[-1] ** -0.5
+    if isinstance(engine_context, ProbeContext):
+        engine_context.calls.append((getattr(module, "layer_idx", None), tuple(key.shape), tuple(value.shape)))
+        out = F.scaled_dot_product_attention(query, key, value, is_causal=True, scale=scale,
+                                             enable_gqa=query.shape[1] != key.shape[1])  # fmt: skip
+        return out.transpose(1, 2), None
+    q = query[0].transpose(0, 1)  # [num_tokens, num_heads, head_dim]
+    k_cache, v_cache = engine_context.kv_caches[module.layer_idx]
+    write_kv_cache(key[0].transpose(0, 1), value[0].transpose(0, 1), k_cache, v_cache, engine_context.meta.slot_mapping)
+    out = paged_attention(q, k_cache, v_cache, engine_context.meta, scale, sliding_window=sliding_window)
+    return out.unsqueeze(0), None  # [1, num_tokens, num_heads, head_dim]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelArgs:
+    """The facts about the model the engine core reads (the native models expose the same names)."""
+
+    vocab_size: int
+    max_position_embeddings: int
+
+
+class TransformersModel(nn.Module):
+    """Wraps a Hugging Face causal LM behind the runner's model interface (forward, compute_logits, kv_shape)."""
+
+    def __init__(self, hf_model: nn.Module, kv_shape: tuple[int, int, int]) -> None:
+        super().__init__()
+        self.hf_model = hf_model
+        self.decoder = hf_model.base_model  # the model without its LM head
+        self.lm_head = hf_model.get_output_embeddings()
+        text_config = hf_model.config.get_text_config()
+        self.args = ModelArgs(text_config.vocab_size, getattr(text_config, "max_position_embeddings", 4096))
+        self.final_softcap = getattr(text_config, "final_logit_softcapping", None)
+        self._kv_shape = kv_shape
+
+    @property
+    def kv_shape(self) -> tuple[int, int, int]:
+        """(num_layers, num_kv_heads, head_dim), as observed in the load-time dry run."""
+        return self._kv_shape
+
+    def forward(self, input_ids, positions, kv_caches, meta: AttentionMetadata) -> torch.Tensor:
+        out = self.decoder(
+            input_ids=input_ids.unsqueeze(0),  # [1, num_tokens]
+            position_ids=positions.unsqueeze(0),  # [1, num_tokens]
+            use_cache=False,
+            engine_context=PagedContext(kv_caches, meta),
+        )
+        return out.last_hidden_state[0]  # [num_tokens, hidden]
+
+    def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        logits = self.lm_head(hidden).float()  # [num_rows, vocab]
+        if self.final_softcap:
+            logits = torch.tanh(logits / self.final_softcap) * self.final_softcap
+        return logits
+
+
+def _model_class(hf_config):
+    from transformers import AutoModelForCausalLM
+
+    try:
+        cls = AutoModelForCausalLM._model_mapping[type(hf_config)]
+    except KeyError:
+        raise ValueError(f"model: transformers has no causal LM class for model type {hf_config.model_type!r}") from None
+    if not getattr(cls, "_supports_attention_backend", False):
+        raise ValueError(f"model: {cls.__name__} does not route attention through transformers' attention interface, "
+                         "so it cannot read the engine's KV cache")  # fmt: skip
+    _refuse_unhandled_logit_scaling(cls.__name__, hf_config.get_text_config())
+    return cls
+
+
+def _refuse_unhandled_logit_scaling(name: str, text_config) -> None:
+    for attr in ("logit_scale", "logits_scaling"):
+        if getattr(text_config, attr, 1.0) not in (None, 1.0):
+            raise ValueError(f"model: {name} scales its logits ({attr}), which the transformers backend does not apply")
+
+
+def probe_kv_shape(hf_model: nn.Module, num_layers: int) -> tuple[int, int, int]:
+    """Runs three tokens through the model and checks every layer attended once through our function."""
+    probe = ProbeContext()
+    device = next(hf_model.parameters()).device
+    with torch.inference_mode():
+        hf_model.base_model(input_ids=torch.zeros(1, 3, dtype=torch.long, device=device),
+                            position_ids=torch.arange(3, device=device).unsqueeze(0),
+                            use_cache=False, engine_context=probe)  # fmt: skip
+    name = type(hf_model).__name__
+    layers = sorted(layer for layer, _, _ in probe.calls if layer is not None)
+    if layers != list(range(num_layers)) or len(probe.calls) != num_layers:
+        raise ValueError(f"model: {name} has {num_layers} layers but attended through the engine in layers {layers}; "
+                         "layers without standard attention (recurrent state, shared KV) are not supported")  # fmt: skip
+    shapes = {(k[1], k[3], v[1], v[3]) for _, k, v in probe.calls}
+    if len(shapes) != 1:
+        raise ValueError(f"model: {name} has layers with different KV head counts or sizes {sorted(shapes)}")
+    num_kv_heads, head_dim, v_heads, v_dim = shapes.pop()
+    if (v_heads, v_dim) != (num_kv_heads, head_dim):
+        raise ValueError(f"model: {name} has value heads of another shape than its key heads")
+    return num_layers, num_kv_heads, head_dim
+
+
+def load_transformers_model(folder: Path, device: torch.device, dtype: torch.dtype) -> TransformersModel:
+    """Instantiates the folder's Hugging Face causal LM with our attention; raises ValueError when it cannot run."""
+    from transformers import AttentionInterface, AutoConfig
+
+    AttentionInterface.register(ATTN_NAME, paged_attention_forward)
+    try:
+        hf_config = AutoConfig.from_pretrained(str(folder))
+    except (ValueError, KeyError, OSError) as exc:
+        raise ValueError(f"model: transformers cannot read the config in {folder} ({exc})") from None
+    cls = _model_class(hf_config)
+    try:
+        hf_model = cls.from_pretrained(str(folder), config=hf_config, dtype=dtype, attn_implementation=ATTN_NAME,
+                                       device_map=str(device))  # fmt: skip
+    except (ValueError, OSError) as exc:
+        raise ValueError(f"model: transformers cannot load {folder} ({exc})") from None
+    hf_model.eval()
+    num_layers = hf_config.get_text_config().num_hidden_layers
+    return TransformersModel(hf_model, probe_kv_shape(hf_model, num_layers))
