@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+
 import torch
 
 from engine.config import EngineConfig
