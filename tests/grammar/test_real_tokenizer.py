@@ -13,7 +13,7 @@ import pytest
 import grammar
 
 pytestmark = pytest.mark.model
-MAX_STEPS = 300
+MAX_STEPS = 200
 
 
 def _compact(value) -> str:
@@ -72,7 +72,7 @@ def test_random_model_output_always_validates(smollm2_vocab, bench_rows):
                         if b and len(b) <= 2 and all(c in b'"]}0123456789,' for c in b)], dtype=np.int64)
     bitmask = grammar.allocate_bitmask(1, vocab)
     rng = random.Random(1234)
-    for row in bench_rows:
+    for row in bench_rows[::2]:
         g = grammar.compile_json_schema(row["schema"], vocab, whitespace=rng.choice(["compact", "flexible"]))
         m = g.matcher()
         out = b""
