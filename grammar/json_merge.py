@@ -93,9 +93,10 @@ def merge_all(root: Any, schema: dict[str, Any], where: str) -> Any:
 def _merge_two(a: dict[str, Any], b: dict[str, Any], where: str) -> dict[str, Any]:
     out = dict(a)
     for key, value in b.items():
-        if key in ANNOTATIONS or key not in out:
-            if key not in ANNOTATIONS:
-                out[key] = value
+        if key not in SUPPORTED:
+            continue  # annotations and unknown (vendor) keywords carry no validation
+        if key not in out:
+            out[key] = value
             continue
         old = out[key]
         if key == "properties":
@@ -136,8 +137,18 @@ def _intersect_types(a: Any, b: Any, where: str) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def _kinds(root: Any, schema: Any, where: str) -> set[str] | None:
-    """JSON types a branch can produce, when that is easy to know."""
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int) or isinstance(value, float) and value.is_integer():
+        return "integer"
+    return {float: "number", str: "string", list: "array", dict: "object"}.get(type(value), "?")
+
+
+def _branch(root: Any, schema: Any, where: str) -> tuple[set[str], Any] | None:
+    """(possible JSON types, the merged schema) of a oneOf branch, when that is easy to know."""
     try:
         merged = merge_all(root, schema, where) if isinstance(schema, dict) else schema
     except GrammarError:
@@ -146,7 +157,7 @@ def _kinds(root: Any, schema: Any, where: str) -> set[str] | None:
         return None
     values = [merged["const"]] if "const" in merged else merged.get("enum")
     if values is not None:
-        return {f"value:{v!r}" for v in values}
+        return {_json_type(v) for v in values}, merged
     t = merged.get("type")
     if t is None:
         return None
@@ -155,22 +166,56 @@ def _kinds(root: Any, schema: Any, where: str) -> set[str] | None:
         types.add("integer")
     if merged.get("nullable") is True:
         types.add("null")
-    return types
+    return types, merged
+
+
+def _values(schema: Any) -> list[Any] | None:
+    if not isinstance(schema, dict):
+        return None
+    return [schema["const"]] if "const" in schema else schema.get("enum")
+
+
+def _exclusive(root: Any, a: tuple[set[str], Any], b: tuple[set[str], Any]) -> bool:
+    """True when no instance can be valid under both branches."""
+    (ta, sa), (tb, sb) = a, b
+    if not ta & tb:
+        return True
+    va, vb = _values(sa), _values(sb)
+    if va is not None and vb is not None:
+        return not any(x == y and type(x) is type(y) for x in va for y in vb)
+    if ta == tb == {"object"}:
+        return _objects_exclusive(root, sa, sb) or _objects_exclusive(root, sb, sa)
+    return False
+
+
+def _objects_exclusive(root: Any, sa: dict[str, Any], sb: dict[str, Any]) -> bool:
+    pa, pb = sa.get("properties", {}), sb.get("properties", {})
+    ra, rb = set(sa.get("required", [])), set(sb.get("required", []))
+    if sa.get("additionalProperties") is False and any(k not in pa for k in rb):
+        return True
+    for key in ra & rb:
+        xa = _values(_resolve(root, pa.get(key)))
+        xb = _values(_resolve(root, pb.get(key)))
+        if xa is not None and xb is not None and not any(x == y for x in xa for y in xb):
+            return True
+    return False
+
+
+def _resolve(root: Any, schema: Any) -> Any:
+    if isinstance(schema, dict) and isinstance(schema.get("$ref"), str) and schema["$ref"].startswith("#"):
+        try:
+            return resolve_pointer(root, schema["$ref"][1:], "")
+        except GrammarError:
+            return None
+    return schema
 
 
 def one_of_disjoint(root: Any, branches: list[Any], rest: dict[str, Any], where: str) -> bool:
-    """True when at most one branch can match any instance (by type or by const/enum values)."""
-    seen: list[set[str]] = []
+    """True when at most one branch can match any instance (types, values, object discriminators)."""
+    infos = []
     for i, branch in enumerate(branches):
-        kinds = _kinds(root, branch, f"{where}/{i}")
-        if kinds is None:
+        info = _branch(root, {"allOf": [rest, branch]} if rest else branch, f"{where}/{i}")
+        if info is None:
             return False
-        if any("integer" in kinds and any(k.startswith("value:") for k in other) for other in seen):
-            return False
-        for other in seen:
-            if kinds & other:
-                return False
-            if any(k.startswith("value:") for k in kinds) != any(k.startswith("value:") for k in other):
-                return False
-        seen.append(kinds)
-    return True
+        infos.append(info)
+    return all(_exclusive(root, infos[i], infos[j]) for i in range(len(infos)) for j in range(i))
