@@ -85,6 +85,27 @@ def _config(arch: str, vocab_size: int, eos_id: int, bos_id: int):
         return transformers.Qwen2Config(**common)
     if arch == "qwen3":
         return transformers.Qwen3Config(head_dim=16, **common)
+    return _other_config(arch, common)
+
+
+def _other_config(arch: str, common: dict):
+    """Architectures served through the transformers backend; small sliding windows so tests cross them."""
+    import transformers
+
+    if arch == "mistral":
+        return transformers.MistralConfig(**common)
+    if arch == "phi3":
+        return transformers.Phi3Config(pad_token_id=None, **common)
+    if arch == "gemma3":  # one sliding, one global layer; query_pre_attn_scalar != head_dim; untied so output varies
+        return transformers.Gemma3TextConfig(head_dim=16, sliding_window=16, query_pre_attn_scalar=24,
+                                             layer_types=["sliding_attention", "full_attention"],
+                                             pad_token_id=None, **{**common, "tie_word_embeddings": False})  # fmt: skip
+    if arch == "starcoder2":
+        return transformers.Starcoder2Config(sliding_window=16, **common)
+    if arch == "gpt_bigcode":  # multi-query attention, learned absolute positions
+        return transformers.GPTBigCodeConfig(vocab_size=common["vocab_size"], n_positions=1024, n_embd=64, n_layer=2,
+                                             n_head=4, n_inner=128, multi_query=True, eos_token_id=common["eos_token_id"],
+                                             bos_token_id=common["bos_token_id"])  # fmt: skip
     raise ValueError(f"unknown tiny architecture {arch!r}")
 
 
