@@ -33,6 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--no-prefix-caching", action="store_true")
     serve.add_argument("--device", default=None)
     serve.add_argument("--dtype", default=None, choices=["float32", "bfloat16", "float16"])
+    serve.add_argument("--model-impl", default="auto", choices=["auto", "native", "transformers"], help="auto: native where implemented, else the transformers backend")
     serve.add_argument("--num-threads", type=int, default=None, help="torch threads per engine core (default on CPU: (cores - 1) / data-parallel-size)")
     serve.add_argument("--data-parallel-size", type=int, default=1)
     serve.add_argument("--tool-parser", default=None, help="tool-call format name, or auto")
@@ -64,6 +65,7 @@ def _engine_config(args: argparse.Namespace):
         enable_prefix_caching=not args.no_prefix_caching,
         device=args.device,
         dtype=args.dtype,
+        model_impl=args.model_impl,
         num_threads=num_threads,
     )
     config.validate()
