@@ -110,8 +110,10 @@ def key_excluding(names: list[str], char: Node) -> Node:
             if pending:
                 mid_char.add(node)
         ends.add(node)
-    free, close = len(trie), len(trie) + 1
+    free, close, multi = len(trie), len(trie) + 1, len(trie) + 2
     edges: list[tuple[int, int, Node | None]] = [(free, free, char), (free, close, lit('"'))]
+    edges.append((multi, free, codepoint_ranges_to_node(((0x80, 0x10FFFF),))))
+    ascii_first = subtract_ranges(((0x20, 0x7F),), SPECIAL)
     raw_first = subtract_ranges(((0x20, 0x7F), (0xC2, 0xF4)), SPECIAL)
     for i, children in enumerate(trie):
         for b, child in children.items():
@@ -120,15 +122,23 @@ def key_excluding(names: list[str], char: Node) -> Node:
             continue
         if i not in ends:
             edges.append((i, close, lit('"')))
-        firsts = subtract_ranges(raw_first, merge_ranges([(b, b) for b in children]))
-        if firsts:
-            edges.append((i, free, _chars_starting_with(firsts)))
-    start = len(trie) + 2
+        taken = merge_ranges([(b, b) for b in children])
+        if all(b < 0x80 for b in children):
+            # ASCII divergence by byte class; any multi-byte character through the shared state
+            firsts = subtract_ranges(ascii_first, taken)
+            if firsts:
+                edges.append((i, free, Bytes(firsts)))
+            edges.append((i, multi, None))
+        else:
+            firsts = subtract_ranges(raw_first, taken)
+            if firsts:
+                edges.append((i, free, _chars_starting_with(firsts)))
+    start = len(trie) + 3
     edges.append((start, 0, lit('"')))
     # Graph state 0 must be the start: renumber start <-> 0.
     swap = {0: start, start: 0}
     edges = [(swap.get(a, a), swap.get(b, b), n) for a, b, n in edges]
-    return Graph(len(trie) + 3, tuple(edges), (close,))
+    return Graph(len(trie) + 4, tuple(edges), (close,))
 
 
 def _chars_starting_with(firsts: Ranges) -> Node:

@@ -115,11 +115,13 @@ def _absorbed(dfa: LazyDfa, vocab: Vocabulary, depth: int, nodes: np.ndarray, st
 def _finish(vocab: Vocabulary, allowed: list[np.ndarray], ranges: list[tuple[np.ndarray, np.ndarray]],
             cands: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]) -> StateMask:
     n = len(vocab.lens)
-    flag = np.zeros(n + 1, dtype=np.int32)
-    for lo, hi in ranges:
-        np.add.at(flag, lo, 1)
-        np.add.at(flag, hi, -1)
-    row_ok = np.cumsum(flag[:n]) > 0
+    if ranges:
+        lo = np.concatenate([r[0] for r in ranges])
+        hi = np.concatenate([r[1] for r in ranges])
+        flag = np.bincount(lo, minlength=n + 1) - np.bincount(hi, minlength=n + 1)
+        row_ok = np.cumsum(flag[:n]) > 0
+    else:
+        row_ok = np.zeros(n, dtype=bool)
     if allowed:
         row_ok[np.concatenate(allowed)] = True
     if len(vocab.dup_rows):
