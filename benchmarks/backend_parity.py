@@ -1,0 +1,190 @@
+"""Native vs transformers backend, same model, same engine, in one run: tok/s, TTFT, ITL and their ratio.
+
+For each prompt length and concurrency N: N clients each keep one request in flight
+(closed loop, `--requests-per-client` requests each) of PROMPT_LEN random prompt tokens
+(fresh per run, so the prefix cache never hits) and OUTPUT_LEN output tokens (ignore_eos),
+driven through the engine core step by step. Both backends are loaded once and run
+back to back at every point. Ratios are speed ratios (transformers / native for tok/s,
+native / transformers for latencies): 1.0 is parity, above 1 the transformers backend wins.
+
+    .venv/bin/python benchmarks/backend_parity.py --plot parity.png          # full sweep (idle machine!)
+    .venv/bin/python benchmarks/backend_parity.py --concurrency 1 8 --prompt-lens 128 --output-len 16 --repeats 1 --profile
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import statistics
+import time
+from dataclasses import dataclass
+
+import torch
+
+from engine import LLM, SamplingParams
+from schemas.engine import EngineRequest
+
+BACKENDS = ("native", "transformers")
+
+
+@dataclass(slots=True)
+class Point:
+    backend: str
+    prompt_len: int
+    concurrency: int
+    tok_s: float
+    ttft_ms: float  # mean time to first token
+    itl_ms: float  # mean inter-token latency
+
+
+def make_prompts(num: int, prompt_len: int, vocab_size: int, seed: int) -> list[list[int]]:
+    gen = torch.Generator().manual_seed(seed)
+    return torch.randint(100, vocab_size - 100, (num, prompt_len), generator=gen).tolist()
+
+
+def run_point(llm: LLM, prompts: list[list[int]], output_len: int, concurrency: int, ids) -> tuple[float, float, float]:
+    """Closed loop of `concurrency` clients over `prompts`; returns (output tok/s, mean TTFT s, mean ITL s)."""
+    core = llm.core
+    params = SamplingParams(max_tokens=output_len, temperature=0.0, ignore_eos=True)
+    queue = list(prompts)
+    submitted: dict[str, float] = {}
+    token_times: dict[str, list[float]] = {}
+
+    def submit() -> None:
+        request_id = f"bench-{next(ids)}"
+        submitted[request_id], token_times[request_id] = time.perf_counter(), []
+        error = core.add_request(EngineRequest(request_id=request_id, prompt_token_ids=queue.pop(), params=params))
+        if error is not None:
+            raise RuntimeError(error.error)
+
+    start = time.perf_counter()
+    for _ in range(min(concurrency, len(queue))):
+        submit()
+    while core.has_work():
+        outputs = core.step()
+        now = time.perf_counter()
+        for out in outputs:
+            token_times[out.request_id].extend([now] * len(out.new_token_ids))
+            if out.finish_reason is not None and queue:
+                submit()
+    elapsed = time.perf_counter() - start
+    num_tokens = sum(len(t) for t in token_times.values())
+    ttft = statistics.mean(t[0] - submitted[r] for r, t in token_times.items())
+    itl = statistics.mean((t[-1] - t[0]) / (len(t) - 1) for t in token_times.values() if len(t) > 1) if output_len > 1 else 0.0
+    return num_tokens / elapsed, ttft, itl
+
+
+def sweep(llms: dict[str, LLM], args) -> list[Point]:
+    points = []
+    ids = itertools.count()
+    vocab = llms["native"].info.vocab_size
+    for prompt_len, concurrency in itertools.product(args.prompt_lens, args.concurrency):
+        runs: dict[str, list[tuple[float, float, float]]] = {b: [] for b in BACKENDS}
+        for repeat in range(args.repeats):
+            prompts = make_prompts(concurrency * args.requests_per_client, prompt_len, vocab, seed=next(ids))
+            for backend in BACKENDS if repeat % 2 == 0 else reversed(BACKENDS):  # alternate who runs first
+                runs[backend].append(run_point(llms[backend], prompts, args.output_len, concurrency, ids))
+        for backend in BACKENDS:
+            tok_s, ttft, itl = (statistics.median(r[i] for r in runs[backend]) for i in range(3))
+            points.append(Point(backend, prompt_len, concurrency, tok_s, ttft * 1e3, itl * 1e3))
+        native, trf = points[-2], points[-1]
+        print(f"prompt {prompt_len:5d}  n={concurrency:3d}  native {native.tok_s:8.1f} tok/s  transformers {trf.tok_s:8.1f} "
+              f"tok/s  ratio {trf.tok_s / native.tok_s:5.2f}", flush=True)  # fmt: skip
+    return points
+
+
+def print_table(points: list[Point], args) -> None:
+    print(f"\n{args.output_len} output tokens per request, {args.requests_per_client} request(s) per client, "
+          f"median of {args.repeats}; ratio = transformers speed / native speed")  # fmt: skip
+    print("| prompt | clients | native tok/s | trf tok/s | ratio | native TTFT ms | trf TTFT ms | ratio "
+          "| native ITL ms | trf ITL ms | ratio |")  # fmt: skip
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for native, trf in zip(points[0::2], points[1::2]):
+        print(f"| {native.prompt_len} | {native.concurrency} | {native.tok_s:.1f} | {trf.tok_s:.1f} | {trf.tok_s / native.tok_s:.2f} "
+              f"| {native.ttft_ms:.0f} | {trf.ttft_ms:.0f} | {native.ttft_ms / trf.ttft_ms:.2f} "
+              f"| {native.itl_ms:.1f} | {trf.itl_ms:.1f} | {_ratio(native.itl_ms, trf.itl_ms)} |")  # fmt: skip
+
+
+def _ratio(native: float, trf: float) -> str:
+    return f"{native / trf:.2f}" if trf else "-"
+
+
+def plot(points: list[Point], path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    prompt_lens = sorted({p.prompt_len for p in points})
+    metrics = [("tok_s", "output tokens/s"), ("ttft_ms", "TTFT (ms)"), ("itl_ms", "ITL (ms)")]
+    fig, axes = plt.subplots(len(prompt_lens), 3, figsize=(13, 3.6 * len(prompt_lens)), squeeze=False)
+    for row, prompt_len in enumerate(prompt_lens):
+        for col, (attr, label) in enumerate(metrics):
+            ax = axes[row][col]
+            for backend, style in zip(BACKENDS, ("-o", "--x")):
+                series = [p for p in points if p.backend == backend and p.prompt_len == prompt_len]
+                ax.plot([p.concurrency for p in series], [getattr(p, attr) for p in series], style, label=backend)
+            ax.set_xscale("log", base=2)
+            ax.set_xlabel("concurrent requests")
+            ax.set_title(f"{label}, prompt {prompt_len}")
+            ax.legend()
+    fig.suptitle("Native vs transformers backend, same engine")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"plot saved to {path}")
+
+
+def profile_decode_step(llms: dict[str, LLM], concurrency: int, prompt_len: int) -> None:
+    """Prints where one decode step's CPU time goes in each backend, `concurrency` requests deep."""
+    from torch.profiler import ProfilerActivity, profile
+
+    for backend, llm in llms.items():
+        core = llm.core
+        params = SamplingParams(max_tokens=64, temperature=0.0, ignore_eos=True)
+        request_ids = [f"profile-{backend}-{i}" for i in range(concurrency)]
+        for request_id, prompt in zip(request_ids, make_prompts(concurrency, prompt_len, llm.info.vocab_size, seed=7)):
+            core.add_request(EngineRequest(request_id=request_id, prompt_token_ids=prompt, params=params))
+        while core.scheduler.waiting or any(r.num_computed_tokens < r.num_tokens - 1 for r in core.scheduler.running):
+            core.step()  # prefill everything first
+        core.step()
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            core.step()
+        print(f"\n{backend}: one decode step of {concurrency} requests")
+        print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=15))
+        core.abort(request_ids)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", default=None, help="model path (default: the embedded SmolLM2-135M-Instruct)")
+    ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32, 64])
+    ap.add_argument("--prompt-lens", type=int, nargs="+", default=[128, 1024])
+    ap.add_argument("--output-len", type=int, default=128)
+    ap.add_argument("--requests-per-client", type=int, default=1)
+    ap.add_argument("--repeats", type=int, default=3, help="runs per point; the median is reported")
+    ap.add_argument("--dtype", default=None, help="float32 / bfloat16 / float16 (default: the engine's)")
+    ap.add_argument("--max-num-batched-tokens", type=int, default=2048)
+    ap.add_argument("--plot", default=None, help="save a PNG plot here")
+    ap.add_argument("--profile", action="store_true", help="also profile one decode step per backend at the largest point")
+    args = ap.parse_args()
+
+    block_size = 16
+    per_request = -(-(max(args.prompt_lens) + args.output_len) // block_size)
+    llms = {
+        backend: LLM(args.model, model_impl=backend, dtype=args.dtype, block_size=block_size,
+                     max_num_seqs=max(args.concurrency), max_num_batched_tokens=args.max_num_batched_tokens,
+                     num_kv_blocks=per_request * max(args.concurrency) + 8)  # fmt: skip
+        for backend in BACKENDS
+    }
+    for llm in llms.values():  # warm-up
+        llm.generate(make_prompts(2, 32, llm.info.vocab_size, seed=10**6), SamplingParams(max_tokens=4, ignore_eos=True))
+    points = sweep(llms, args)
+    print_table(points, args)
+    if args.plot:
+        plot(points, args.plot)
+    if args.profile:
+        profile_decode_step(llms, max(args.concurrency), max(args.prompt_lens))
+
+
+if __name__ == "__main__":
+    main()
