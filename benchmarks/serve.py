@@ -263,6 +263,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    if args.num_threads is None:  # the gateway's CPU default, used for both runs so they compare
+        args.num_threads = max(1, (os.cpu_count() or 1) - 1)
     headers = {"Authorization": f"Bearer {args.api_key}"} if args.api_key else {}
     proc, url = spawn_server(args) if args.spawn else (None, args.url.rstrip("/"))
     levels: list[LevelResult] = []
