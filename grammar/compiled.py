@@ -5,7 +5,6 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
-import numpy as np
 import torch
 
 from grammar.dfa import LazyDfa
@@ -75,9 +74,3 @@ class CompiledGrammar:
         if cached is None:
             return None
         return bool((int(cached[token_id >> 5]) >> (token_id & 31)) & 1)
-
-
-def mask_to_bool(words: np.ndarray, vocab_size: int) -> np.ndarray:
-    """int32 [num_words] -> bool [vocab_size] (for tests and debugging)."""
-    bits = np.unpackbits(words.astype("<i4").view(np.uint8), bitorder="little")
-    return bits[:vocab_size].astype(bool)

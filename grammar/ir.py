@@ -66,8 +66,11 @@ class Grammar:
 
 
 def seq(*items: Node) -> Node:
+    """Concatenation (flattened); NOTHING anywhere makes the whole sequence NOTHING."""
     flat: list[Node] = []
     for item in items:
+        if item == NOTHING:
+            return NOTHING
         if isinstance(item, Seq):
             flat.extend(item.items)
         else:
@@ -76,6 +79,7 @@ def seq(*items: Node) -> Node:
 
 
 def alt(*items: Node) -> Node:
+    """Alternation (flattened, duplicates and NOTHING dropped)."""
     flat: list[Node] = []
     for item in items:
         if isinstance(item, Alt):

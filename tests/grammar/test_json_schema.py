@@ -61,6 +61,8 @@ CASES = [
     (TREE, ['{"v":1}', '{"v":1,"kids":[{"v":2,"kids":[{"v":3}]},{"v":4}]}'], ['{"v":1,"kids":[{}]}', '{"kids":[]}']),
     ({"type": "object", "properties": {"next": {"$ref": "#"}, "n": {"type": "integer"}}, "additionalProperties": False},
      ["{}", '{"next":{"next":{"n":1}}}'], ['{"next":1}']),
+    ({"type": "object", "properties": {"a": False, "b": {"type": "integer"}}}, ['{"b":1}', '{"c":1}'], ['{"a":1}', '{"b":1,"a":2}']),
+    ({"type": "array", "items": {"type": "integer", "minimum": 3, "maximum": 1}}, ["[]"], ["[1]", "[2]"]),
     (True, ["1", '{"a":[1,2.5,"x"]}', "null"], ["[1,"]),
 ]
 
