@@ -85,19 +85,34 @@ class LazyDfa:
         self.has_loop = np.concatenate([self.has_loop, np.full(cap - len(self.has_loop), -1, dtype=np.int8)])
 
     def compute_row(self, d: int) -> None:
-        """Fill trans[d, :] for all 256 bytes, interval by interval between edge boundaries."""
-        edges = [e for s in self.sets[d] for e in self.nfa.byte_edges[s]]
+        """Fill trans[d, :] for all 256 bytes: a sweep over edge boundaries, one closure per
+        distinct target set."""
+        events: list[tuple[int, int, int]] = []  # (byte, +1 start / -1 end, target)
+        for s in self.sets[d]:
+            for lo, hi, t in self.nfa.byte_edges[s]:
+                events.append((lo, 1, t))
+                events.append((hi + 1, -1, t))
+        events.sort()
         row = np.full(256, DEAD, dtype=np.int32)
-        cuts = sorted({lo for lo, _, _ in edges} | {hi + 1 for _, hi, _ in edges})
-        for a, b in zip(cuts, cuts[1:]):
-            key = frozenset(t for lo, hi, t in edges if lo <= a and b - 1 <= hi)
-            if not key:
-                continue
-            t = self._targets.get(key)
-            if t is None:
-                t = self.state_of(self.closure(key))
-                self._targets[key] = t
-            row[a:b] = t
+        active: dict[int, int] = {}
+        i, n = 0, len(events)
+        while i < n:
+            b = events[i][0]
+            while i < n and events[i][0] == b:
+                _, delta, t = events[i]
+                count = active.get(t, 0) + delta
+                if count:
+                    active[t] = count
+                else:
+                    del active[t]
+                i += 1
+            if active and b < 256:
+                key = frozenset(active)
+                t = self._targets.get(key)
+                if t is None:
+                    t = self.state_of(self.closure(key))
+                    self._targets[key] = t
+                row[b : events[i][0] if i < n else 256] = t
         self.trans[d] = row
 
     def loop_set(self, d: int, min_bytes: int) -> np.ndarray | None:
