@@ -13,11 +13,12 @@ from gateway.chat_choice import ChoiceState
 from gateway.chat_output import open_output
 from gateway.chat_template import tool_dicts
 from gateway.engine_pool import EngineUnavailable
-from gateway.errors import ApiError, from_value_error
+from gateway.errors import ApiError, bad_request, from_value_error
 from gateway.generation import admit, check_model, fan_out, read_body, unavailable, validate
 from gateway.metrics import TokenTimer
 from gateway.request_mapping import check_tool_choice, choice_params, sampling_params
 from gateway.sse import SseWriter
+from gateway.tool_constraint import tool_call_spec
 from gateway.state import SERVICES, Services
 from schemas.openai import (
     ChatChoice,
@@ -59,6 +60,11 @@ class ChatCall:
             max_model_len=pool.model_info.max_model_len,
             vocab_size=pool.model_info.vocab_size,
         )
+        tool_spec = tool_call_spec(req, services.parsers.tool_parser)
+        if tool_spec is not None:
+            if params.structured is not None:
+                raise bad_request("tool_choice required or named cannot be combined with response_format", "tool_choice")
+            params = msgspec.structs.replace(params, structured=tool_spec)
         validate(services, rendered.token_ids, params)
         self.params = choice_params(params, req.n or 1)
         tools = tool_dicts(req.tools) if req.tool_choice != "none" else None

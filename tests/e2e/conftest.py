@@ -107,7 +107,7 @@ def tiny_model_dir(tmp_path_factory) -> Path:
 def server(tiny_model_dir):
     """Two engine cores on the tiny random model, shared by most e2e tests."""
     proc = ServerProcess("--model", str(tiny_model_dir), "--data-parallel-size", "2", "--max-model-len", "512",
-                         "--served-model-name", "tiny", "--num-kv-blocks", "256")
+                         "--served-model-name", "tiny", "--num-kv-blocks", "256", "--tool-parser", "hermes")
     try:
         proc.wait_ready()
         yield proc

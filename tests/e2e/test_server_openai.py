@@ -128,3 +128,38 @@ def test_every_sampling_field_is_accepted(client):
         extra_body={"continue_final_message": True, "add_generation_prompt": False},
     )
     assert cont.choices[0].finish_reason in ("stop", "length")
+
+
+def test_required_tool_choice_gives_a_valid_call(client):
+    """The grammar forces the hermes call syntax; the parser turns it back into tool_calls."""
+    import json
+
+    params = {"type": "object", "properties": {"unit": {"enum": ["c", "f"]}}, "required": ["unit"],
+              "additionalProperties": False}
+    tools = [{"type": "function", "function": {"name": "get_temp", "parameters": params}}]
+    kwargs = dict(model="tiny", messages=MESSAGES, tools=tools, max_tokens=60, temperature=0)
+    named = {"type": "function", "function": {"name": "get_temp"}}
+    reply = client.chat.completions.create(**kwargs, tool_choice=named)
+    (call,) = reply.choices[0].message.tool_calls
+    assert call.function.name == "get_temp"
+    assert json.loads(call.function.arguments)["unit"] in ("c", "f")
+    assert reply.choices[0].finish_reason == "stop"  # OpenAI: stop when a function is named
+    streamed = client.chat.completions.create(**kwargs, tool_choice=named, stream=True)
+    fragments = [t for c in streamed if c.choices and c.choices[0].delta.tool_calls for t in c.choices[0].delta.tool_calls]
+    assert fragments[0].function.name == "get_temp"
+    assert "".join(f.function.arguments or "" for f in fragments) == call.function.arguments
+    required = client.chat.completions.create(**kwargs, tool_choice="required", parallel_tool_calls=False)
+    assert required.choices[0].finish_reason == "tool_calls"
+    assert required.choices[0].message.tool_calls[0].function.name == "get_temp"
+
+
+def test_response_format_json_schema(client):
+    import json
+
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"],
+              "additionalProperties": False}
+    reply = client.chat.completions.create(
+        model="tiny", messages=MESSAGES, max_tokens=40, temperature=0,
+        response_format={"type": "json_schema", "json_schema": {"name": "r", "schema": schema}})
+    assert reply.choices[0].finish_reason == "stop"
+    assert isinstance(json.loads(reply.choices[0].message.content)["ok"], bool)

@@ -80,3 +80,24 @@ async def test_named_tool_choice_finishes_with_stop(make_client):
     body = await (await client.post("/v1/chat/completions", json=payload)).json()
     assert body["choices"][0]["finish_reason"] == "stop"
     assert body["choices"][0]["message"]["tool_calls"]
+
+
+async def test_required_tool_choice_constrains_generation(make_client):
+    client = await _client(make_client, CALL_TEXT, tool_parser="hermes")
+    payload = {"messages": MESSAGES, "tools": TOOLS, "tool_choice": "required"}
+    body = await (await client.post("/v1/chat/completions", json=payload)).json()
+    assert body["choices"][0]["finish_reason"] == "tool_calls"
+    spec = json.loads(client.fakes[0].requests[-1][2].structured.structural_tag)
+    assert spec["min_calls"] == 1 and "max_calls" not in spec
+    (alt,) = spec["alternatives"]
+    assert alt["begin"] == '<tool_call>\n{"name": "get_weather", "arguments": '
+    assert alt["end"] == "}\n</tool_call>" and alt["schema"] == TOOLS[0]["function"]["parameters"]
+    named = {**payload, "tool_choice": {"type": "function", "function": {"name": "get_weather"}}}
+    await client.post("/v1/chat/completions", json=named)
+    assert json.loads(client.fakes[0].requests[-1][2].structured.structural_tag)["max_calls"] == 1
+
+
+async def test_required_tool_choice_needs_a_tool_parser(client):
+    payload = {"messages": MESSAGES, "tools": TOOLS, "tool_choice": "required"}
+    resp = await client.post("/v1/chat/completions", json=payload)
+    assert resp.status == 400 and (await resp.json())["error"]["param"] == "tool_choice"
