@@ -8,9 +8,12 @@ import numpy as np
 
 from grammar.dfa import UNKNOWN, LazyDfa
 from grammar.pda import States, advance, expand, is_complete
+from grammar.trie import TrieLevel
 from grammar.vocab import MIN_SLICE_BYTES, Vocabulary, pack_bits
 
 MAX_SLICED_STATES = 32
+SMALL_NODES = 24      # below this many trie nodes and...
+SMALL_TOKENS = 96     # ...this many tokens under them, finish in Python
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,9 +85,45 @@ def state_mask(dfa: LazyDfa, vocab: Vocabulary, d: int, nonempty_stack: bool) ->
         esc_st = np.where(new, st, esc_st)
         if depth == len(levels):
             break
+        if len(nodes) <= SMALL_NODES and int((lv.hi[nodes] - lv.lo[nodes]).sum()) <= SMALL_TOKENS:
+            _walk_small(dfa, vocab, depth, lv, nodes, st, esc_pos, esc_st, nonempty_stack, allowed, cands)
+            break
         nodes, owner = _children(lv.child_lo[nodes], lv.child_hi[nodes])
         parent_state, esc_pos, esc_st = st[owner], esc_pos[owner], esc_st[owner]
     return _finish(vocab, allowed, ranges, cands)
+
+
+def _walk_small(dfa: LazyDfa, vocab: Vocabulary, depth: int, lv: TrieLevel, nodes: np.ndarray, st: np.ndarray,
+                esc_pos: np.ndarray, esc_st: np.ndarray, nonempty: bool, allowed: list[np.ndarray],
+                cands: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]) -> None:
+    """Finish a few remaining subtrees token by token in Python (cheaper than numpy calls)."""
+    ok: list[int] = []
+    c_rows: list[int] = []
+    c_pos: list[int] = []
+    c_st: list[int] = []
+    for k in range(len(nodes)):
+        node = int(nodes[k])
+        for row in range(int(lv.lo[node]), int(lv.hi[node])):
+            data = vocab.token_bytes[int(vocab.sorted_ids[row])] or b""
+            if len(data) == depth:
+                continue
+            s, ep, es = int(st[k]), int(esc_pos[k]), int(esc_st[k])
+            for j in range(depth, len(data)):
+                t = dfa.step(s, data[j])
+                if t < 0:
+                    if ep >= 0:
+                        c_rows.append(row), c_pos.append(ep), c_st.append(es)
+                    break
+                s = t
+                if ep < 0 and (dfa.has_calls[s] or (nonempty and dfa.is_final[s])):
+                    ep, es = j + 1, s
+            else:
+                ok.append(row)
+    allowed.append(np.array(ok, dtype=np.int64))
+    if c_rows:
+        one = np.ones(len(c_rows), dtype=np.int64)
+        rows = np.array(c_rows, dtype=np.int64)
+        cands.append((rows, rows + one, np.array(c_pos, dtype=np.int64), np.array(c_st, dtype=np.int64)))
 
 
 def _absorbed(dfa: LazyDfa, vocab: Vocabulary, depth: int, nodes: np.ndarray, st: np.ndarray) -> np.ndarray | None:
