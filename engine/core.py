@@ -63,8 +63,8 @@ class EngineCore:
         torch.manual_seed(config.seed)
         model = load_model(files.folder, files.config, device, dtype, config.model_impl)
         num_blocks = _num_blocks(config, model.kv_shape, dtype)
-        max_len = min(config.max_model_len or model.args.max_position_embeddings, num_blocks * config.block_size)
-        self.info = ModelInfo(files.name, str(files.folder), max_len, model.args.vocab_size,
+        max_len = min(config.max_model_len or model.max_position_embeddings, num_blocks * config.block_size)
+        self.info = ModelInfo(files.name, str(files.folder), max_len, model.vocab_size,
                               eos_token_ids(files.folder, files.config), num_blocks)  # fmt: skip
         self.kv = KVCacheManager(num_blocks, config.block_size, config.enable_prefix_caching)
         self.scheduler = Scheduler(self.kv, config.max_num_seqs, config.max_num_batched_tokens, max_len)

@@ -116,6 +116,14 @@ class LlamaForCausalLM(nn.Module):
         """(num_layers, num_kv_heads, head_dim): what the runner allocates the cache for."""
         return self.args.num_layers, self.args.num_kv_heads, self.args.head_dim
 
+    @property
+    def vocab_size(self) -> int:
+        return self.args.vocab_size
+
+    @property
+    def max_position_embeddings(self) -> int:
+        return self.args.max_position_embeddings
+
     def forward(self, input_ids, positions, kv_caches, meta: AttentionMetadata) -> torch.Tensor:
         x = self.embed_tokens(input_ids)  # [num_tokens, hidden]
         cos, sin = self.rope_cos.index_select(0, positions), self.rope_sin.index_select(0, positions)

@@ -80,16 +80,12 @@ def paged_attention_forward(
     return out.unsqueeze(0), None  # [1, num_tokens, num_heads, head_dim]
 
 
-@dataclass(frozen=True, slots=True)
-class ModelArgs:
-    """The facts about the model the engine core reads (the native models expose the same names)."""
-
-    vocab_size: int
-    max_position_embeddings: int
-
-
 class TransformersModel(nn.Module):
-    """Wraps a Hugging Face causal LM behind the runner's model interface (forward, compute_logits, kv_shape)."""
+    """Wraps a Hugging Face causal LM behind the runner's model interface.
+
+    Same interface as the native models: forward, compute_logits, kv_shape, vocab_size and
+    max_position_embeddings. Built by `load_transformers_model`; called by the model runner.
+    """
 
     def __init__(self, hf_model: nn.Module, kv_shape: tuple[int, int, int]) -> None:
         super().__init__()
@@ -97,7 +93,8 @@ class TransformersModel(nn.Module):
         self.decoder = hf_model.base_model  # the model without its LM head
         self.lm_head = hf_model.get_output_embeddings()
         text_config = hf_model.config.get_text_config()
-        self.args = ModelArgs(text_config.vocab_size, getattr(text_config, "max_position_embeddings", 4096))
+        self.vocab_size: int = text_config.vocab_size
+        self.max_position_embeddings: int = getattr(text_config, "max_position_embeddings", 4096)
         self.final_softcap = getattr(text_config, "final_logit_softcapping", None)
         self._kv_shape = kv_shape
 
