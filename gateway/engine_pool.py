@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +33,7 @@ class _Slot:
 
 class EnginePool:
     """N engine clients. Started once by the app's cleanup context; handlers call
-    `admit`, then `generate`; the supervisor task calls `supervise` and restarts dead cores."""
+    `generate` inside `with admit(n)`; the supervisor task calls `supervise` and restarts dead cores."""
 
     def __init__(self, engines: list[Any], factory: EngineFactory | None, *, max_queued: int) -> None:
         if not engines:
@@ -83,12 +84,21 @@ class EnginePool:
 
     # --- requests --------------------------------------------------------------------------
 
-    def admit(self, num_requests: int) -> None:
-        """Raises Overloaded when `num_requests` more would overflow the queue; EngineUnavailable if none alive."""
+    @contextlib.contextmanager
+    def admit(self, num_requests: int) -> Iterator[None]:
+        """Holds `num_requests` places in the queue for the block's duration (a whole HTTP call).
+
+        Raises Overloaded when they would overflow it, EngineUnavailable when no engine is alive.
+        """
         if self.num_alive == 0:
             raise EngineUnavailable("no engine is available; one is restarting")
         if self.num_inflight + num_requests > self.max_queued:
             raise Overloaded(f"{self.num_inflight} requests in flight, the limit is {self.max_queued}")
+        self.num_inflight += num_requests
+        try:
+            yield
+        finally:
+            self.num_inflight -= num_requests
 
     def _pick(self) -> _Slot:
         alive = [slot for slot in self._slots if slot.llm.is_alive and not slot.restarting]
@@ -102,7 +112,6 @@ class EnginePool:
         """The engine's delta outputs; a dead core surfaces as EngineUnavailable."""
         slot = self._pick()
         llm = slot.llm
-        self.num_inflight += 1
         stream = llm.generate(request_id, prompt_token_ids, params)
         try:
             async for out in stream:
@@ -114,7 +123,6 @@ class EnginePool:
                 raise
             raise EngineUnavailable(f"engine {slot.index} died while serving the request") from exc
         finally:
-            self.num_inflight -= 1
             await stream.aclose()
 
     # --- supervision -----------------------------------------------------------------------

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import contextlib
+from collections.abc import AsyncIterator, Iterator
 from typing import Any, TypeVar
 
 import msgspec
@@ -48,11 +49,15 @@ def unavailable(services: Services, exc: Exception) -> ApiError:
                     code="engine_unavailable", headers=retry)
 
 
-def admit(services: Services, num_requests: int) -> None:
-    try:
-        services.pool.admit(num_requests)
-    except (Overloaded, EngineUnavailable) as exc:
-        raise unavailable(services, exc) from None
+@contextlib.contextmanager
+def admit(services: Services, num_requests: int) -> Iterator[None]:
+    """Holds queue places for one HTTP call; a full queue is a 429, no live engine a 503."""
+    with contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(services.pool.admit(num_requests))
+        except (Overloaded, EngineUnavailable) as exc:
+            raise unavailable(services, exc) from None
+        yield
 
 
 def validate(services: Services, prompt_token_ids: list[int], params: SamplingParams) -> None:

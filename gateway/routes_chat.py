@@ -105,10 +105,10 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     req = await read_body(request, ChatCompletionRequest)
     check_model(services, req.model)
     call = ChatCall(services, req)
-    admit(services, len(call.params))
-    if req.stream:
-        return await _stream(request, call)
-    return await _complete(call)
+    with admit(services, len(call.params)):
+        if req.stream:
+            return await _stream(request, call)
+        return await _complete(call)
 
 
 async def _complete(call: ChatCall) -> web.Response:

@@ -122,10 +122,10 @@ async def completions(request: web.Request) -> web.StreamResponse:
     req = await read_body(request, CompletionRequest)
     check_model(services, req.model)
     call = CompletionCall(services, req)
-    admit(services, len(call.jobs))
-    if req.stream:
-        return await _stream(request, call)
-    return await _complete(call)
+    with admit(services, len(call.jobs)):
+        if req.stream:
+            return await _stream(request, call)
+        return await _complete(call)
 
 
 async def _complete(call: CompletionCall) -> web.Response:
