@@ -172,10 +172,13 @@ def load_transformers_model(folder: Path, device: torch.device, dtype: torch.dty
         raise ValueError(f"model: transformers cannot read the config in {folder} ({exc})") from None
     cls = _model_class(hf_config)
     try:
-        hf_model = cls.from_pretrained(str(folder), config=hf_config, dtype=dtype, attn_implementation=ATTN_NAME,
-                                       device_map=str(device))  # fmt: skip
-    except (ValueError, OSError) as exc:
+        hf_model, info = cls.from_pretrained(str(folder), config=hf_config, dtype=dtype, attn_implementation=ATTN_NAME,
+                                             device_map=str(device), output_loading_info=True)  # fmt: skip
+    except (ValueError, OSError, RuntimeError) as exc:
         raise ValueError(f"model: transformers cannot load {folder} ({exc})") from None
+    missing = sorted(info.get("missing_keys") or []) + sorted(str(k) for k in info.get("mismatched_keys") or [])
+    if missing:  # transformers would run them randomly initialised
+        raise ValueError(f"model: checkpoint lacks or misshapes weight {missing[0]} ({len(missing)} in all)")
     hf_model.eval()
     num_layers = hf_config.get_text_config().num_hidden_layers
     return TransformersModel(hf_model, probe_kv_shape(hf_model, num_layers))

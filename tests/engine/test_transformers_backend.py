@@ -127,6 +127,19 @@ def test_architectures_we_cannot_run_are_refused_at_load(tmp_path, reason):
         LLM(folder, model_impl="transformers", max_model_len=64, num_kv_blocks=8)
 
 
+def test_a_checkpoint_missing_a_weight_is_refused(tiny_model_factory, tmp_path):
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    folder = shutil.copytree(tiny_model_factory("gpt_bigcode"), tmp_path / "m")
+    weights = load_file(str(folder / "model.safetensors"))
+    weights.pop(next(name for name in weights if name.endswith("c_attn.weight")))
+    save_file(weights, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    with pytest.raises(ValueError, match="lacks"):
+        LLM(str(folder), model_impl="transformers", max_model_len=64, num_kv_blocks=8)
+
+
 @pytest.mark.model
 def test_default_model_native_and_transformers_agree():
     native = LLM(None, model_impl="native", max_model_len=512, num_kv_blocks=64)
