@@ -261,39 +261,47 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def load_offline(args: argparse.Namespace):
+    """The offline engine on the same model and thread count, or None with --no-offline."""
+    if args.no_offline:
+        return None
+    sys.path.insert(0, str(ROOT))
+    from engine import LLM
+
+    llm = LLM(model=args.model, max_num_seqs=max(args.concurrency), max_model_len=args.max_model_len,
+              num_threads=args.num_threads)
+    offline_throughput(llm, make_prompts(1, args.prompt_len, -1, high=args.max_token_id), 1, 4)  # warm-up
+    return llm
+
+
 def main(argv: list[str] | None = None) -> None:
+    """Per level: the HTTP run, then the offline run on the same prompts (interleaved, so that
+    load from elsewhere on the machine drifts less between the two)."""
     args = parse_args(argv)
     if args.num_threads is None:  # the gateway's CPU default, used for both runs so they compare
         args.num_threads = max(1, (os.cpu_count() or 1) - 1)
     headers = {"Authorization": f"Bearer {args.api_key}"} if args.api_key else {}
     proc, url = spawn_server(args) if args.spawn else (None, args.url.rstrip("/"))
     levels: list[LevelResult] = []
-    workloads: list[list[list[int]]] = []
     try:
         model = asyncio.run(server_model(url, headers))
         print(f"server {url}, model {model}, prompt {args.prompt_len} tokens, output {args.output_len} tokens")
-        warmup = make_prompts(1, args.prompt_len, -1, high=args.max_token_id)
-        asyncio.run(run_level(url, model, warmup, 1, 4, headers))
+        asyncio.run(run_level(url, model, make_prompts(1, args.prompt_len, -1, high=args.max_token_id), 1, 4,
+                              headers))  # warm-up
+        llm = load_offline(args)
         for i, conc in enumerate(args.concurrency):
             num = args.num_requests or max(4, args.waves * conc)
             prompts = make_prompts(num, args.prompt_len, args.seed + i, high=args.max_token_id)
-            workloads.append(prompts)
             level = asyncio.run(run_level(url, model, prompts, conc, args.output_len, headers))
-            print(f"  concurrency {conc}: {level.output_tok_s:.1f} tok/s, {level.num_errors} errors", flush=True)
+            if llm is not None:
+                level.offline_tok_s = offline_throughput(llm, prompts, conc, args.output_len)
+            offline = f", offline {level.offline_tok_s:.1f} tok/s" if level.offline_tok_s else ""
+            print(f"  concurrency {conc}: HTTP {level.output_tok_s:.1f} tok/s, {level.num_errors} errors{offline}",
+                  flush=True)
             levels.append(level)
     finally:
         if proc is not None:
             stop_server(proc)
-    if not args.no_offline:
-        sys.path.insert(0, str(ROOT))
-        from engine import LLM
-
-        llm = LLM(model=args.model, max_num_seqs=max(args.concurrency), max_model_len=args.max_model_len,
-                  num_threads=args.num_threads)
-        offline_throughput(llm, workloads[0][:1], 1, 4)  # warm-up
-        for level, prompts in zip(levels, workloads):
-            level.offline_tok_s = offline_throughput(llm, prompts, level.concurrency, args.output_len)
-            print(f"  offline {level.concurrency}: {level.offline_tok_s:.1f} tok/s", flush=True)
     print()
     print_table(levels)
     if args.plot:
