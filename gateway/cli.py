@@ -116,8 +116,12 @@ def serve(args: argparse.Namespace) -> int:
               f"{services.pool.size} engine core(s)) at http://{args.host}:{args.port}/v1", flush=True)
 
     app = create_app(settings, _pool_starter(args, config), on_ready=on_ready)
-    web.run_app(app, host=args.host, port=args.port, print=None, shutdown_timeout=args.shutdown_timeout,
-                handler_cancellation=True, access_log=None)
+    try:
+        web.run_app(app, host=args.host, port=args.port, print=None, shutdown_timeout=args.shutdown_timeout,
+                    handler_cancellation=True, access_log=None)
+    except (ValueError, RuntimeError, OSError) as exc:  # a bad model, a core that cannot start, a busy port
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     print("Gateway stopped.", flush=True)
     return 0
 

@@ -66,3 +66,12 @@ async def test_ctrl_c_drains_in_flight_requests(small_server):
     assert code == 0, small_server.output
     assert "Gateway stopped." in small_server.output
     assert "Traceback" not in small_server.output
+
+
+def test_bad_model_path_is_a_clean_error():
+    proc = ServerProcess("--model", "/nonexistent/model")
+    code = proc.proc.wait(timeout=120)
+    proc._reader.join(timeout=5)
+    assert code == 1
+    assert "error: model: no such file or folder" in proc.output
+    assert "Traceback" not in proc.output
