@@ -11,10 +11,19 @@ from schemas.openai import ChatMessage, ToolDef
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
 REASONING_OPEN_TAGS = ("<think>", "<seed:think>")
-_TOOLS_PREAMBLE = (
-    "You have access to the following tools. To call one, answer with "
-    '<tool_call>{"name": <tool name>, "arguments": <JSON object>}</tool_call>.\n'
-)
+_HERMES_CALL = '<tool_call>\n{"name": "<tool name>", "arguments": <arguments as a JSON object>}\n</tool_call>'
+
+
+def tools_preamble(tool_format: str | None) -> str:
+    """The system-prompt text that teaches a template-less model the server's call syntax."""
+    example = _HERMES_CALL
+    if tool_format:
+        import parsing
+
+        syntax = parsing.call_syntax(tool_format)
+        if syntax and syntax.get("args") == "json" and "{index}" not in syntax["begin"]:
+            example = syntax["begin"].replace("{name}", "<tool name>") + "<arguments as a JSON object>" + syntax["end"]
+    return f"You have access to the following tools. To call one, answer with {example}\nTools:\n"
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,10 +100,12 @@ def tool_dicts(tools: list[ToolDef] | None) -> list[dict[str, Any]] | None:
     return out
 
 
-def _tools_in_system_prompt(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _tools_in_system_prompt(
+    messages: list[dict[str, Any]], tools: list[dict[str, Any]], preamble: str
+) -> list[dict[str, Any]]:
     """For templates that know nothing of tools: the tool list goes into the system message."""
     listing = "\n".join(json.dumps(tool["function"], ensure_ascii=False) for tool in tools)
-    text = _TOOLS_PREAMBLE + listing
+    text = preamble + listing
     if messages and messages[0]["role"] == "system":
         first = dict(messages[0], content=messages[0]["content"] + "\n\n" + text)
         return [first, *messages[1:]]
@@ -104,8 +115,9 @@ def _tools_in_system_prompt(messages: list[dict[str, Any]], tools: list[dict[str
 class ChatRenderer:
     """Renders chat requests for one tokenizer; built once at startup, called by the chat and tokenize routes."""
 
-    def __init__(self, tokenizer: Any) -> None:
+    def __init__(self, tokenizer: Any, tool_format: str | None = None) -> None:
         self.tokenizer = tokenizer
+        self.tools_preamble = tools_preamble(tool_format)
         template = getattr(tokenizer, "chat_template", None) or ""
         self.has_template = bool(template)
         self.template_supports_tools = "tools" in template
@@ -122,7 +134,7 @@ class ChatRenderer:
         conversation = message_dicts(messages)
         tool_list = tool_dicts(tools)
         if tool_list and not self.template_supports_tools:
-            conversation, tool_list = _tools_in_system_prompt(conversation, tool_list), None
+            conversation, tool_list = _tools_in_system_prompt(conversation, tool_list, self.tools_preamble), None
         cont = bool(continue_final_message)
         add_gen = (not cont) if add_generation_prompt is None else add_generation_prompt
         if cont and add_gen:

@@ -43,8 +43,8 @@ class Services:
 
     def attach(self, pool: EnginePool) -> None:
         self._pool = pool
-        self._renderer = ChatRenderer(pool.tokenizer)
         self.parsers = resolve_parsers(self.settings.parsers, pool.tokenizer)
+        self._renderer = ChatRenderer(pool.tokenizer, self.parsers.tool_parser)
         self.model_name = self.settings.served_model_name or pool.model_info.name
 
     @property

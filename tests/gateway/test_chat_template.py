@@ -31,8 +31,15 @@ def test_tools_go_into_the_system_prompt_without_template_support(plain_tokenize
     text = renderer.render(messages, tools=[TOOL]).text
     assert text.startswith("<|im_start|>system\nBe brief.\n\nYou have access to the following tools")
     assert '"name": "get_weather"' in text
+    assert '<tool_call>\n{"name": "<tool name>", "arguments": <arguments as a JSON object>}\n</tool_call>' in text
     text = renderer.render(messages[1:], tools=[TOOL]).text
     assert text.startswith("<|im_start|>system\nYou have access")
+
+
+def test_the_preamble_follows_the_tool_format(plain_tokenizer):
+    renderer = ChatRenderer(plain_tokenizer, "mistral")
+    text = renderer.render([ChatMessage(role="user", content="Hi")], tools=[TOOL]).text
+    assert "[TOOL_CALLS]<tool name>[ARGS]<arguments as a JSON object>" in text
 
 
 def test_template_with_tools_gets_them_natively(tokenizer):
