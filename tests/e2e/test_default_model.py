@@ -13,7 +13,7 @@ QUESTION = [{"role": "user", "content": "What is the capital of France?"}]
 
 @pytest.fixture(scope="module")
 def default_server():
-    proc = ServerProcess("--max-model-len", "2048")
+    proc = ServerProcess("--max-model-len", "2048", "--tool-parser", "auto")
     try:
         proc.wait_ready(timeout_s=600)
         yield proc
@@ -33,3 +33,19 @@ def test_answers_and_streams_the_same(default_server):
     assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == text
     assert chunks[-1].usage.prompt_tokens_details.cached_tokens > 0  # the same prompt again: prefix cache hit
     assert chunks[-1].usage.completion_tokens == full.usage.completion_tokens
+
+
+def test_required_tool_call(default_server):
+    """The default template has no tools: they go into the system prompt; the grammar forces a call."""
+    import json
+
+    client = openai.OpenAI(base_url=default_server.url + "/v1", api_key="x", max_retries=0, timeout=300)
+    tools = [{"type": "function", "function": {"name": "get_weather", "description": "Get the weather for a city",
+              "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+    reply = client.chat.completions.create(
+        model=client.models.list().data[0].id, messages=[{"role": "user", "content": "What is the weather in Paris?"}],
+        tools=tools, tool_choice="required", parallel_tool_calls=False, max_tokens=60, temperature=0)
+    assert reply.choices[0].finish_reason == "tool_calls"
+    (call,) = reply.choices[0].message.tool_calls
+    assert call.function.name == "get_weather"
+    assert "city" in json.loads(call.function.arguments)
