@@ -82,9 +82,6 @@ def _pool_starter(args: argparse.Namespace, config):
 
     async def start_pool() -> EnginePool:
         print(f"Loading {args.model or 'the default model'} on {args.data_parallel_size} engine core(s)...", flush=True)
-        # transformers' lazy imports are not thread-safe and AsyncLLM.start loads tokenizers on
-        # worker threads, concurrently for data parallel: resolve the import here, once.
-        from transformers import AutoTokenizer  # noqa: F401
         max_queued = args.data_parallel_size * args.max_num_seqs + args.max_waiting
         return await EnginePool.start(factory, args.data_parallel_size, max_queued=max_queued)
 
