@@ -78,14 +78,17 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3, help="runs per point; the median is reported")
     ap.add_argument("--plot", default=None, help="save a PNG plot here")
     ap.add_argument("--profile", action="store_true", help="profile one decode step at the largest size")
+    ap.add_argument("--threads", type=int, default=None, help="torch threads for both (default: torch's own)")
     args = ap.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
 
     from transformers import AutoModelForCausalLM
 
     rows = []
     for dtype in args.dtypes:
         llm = LLM(args.model, dtype=dtype, max_num_seqs=max(args.sizes), max_model_len=args.prompt_len + args.output_len + 16,
-                  max_num_batched_tokens=4096)  # fmt: skip
+                  max_num_batched_tokens=4096, num_threads=args.threads)  # fmt: skip
         hf = AutoModelForCausalLM.from_pretrained(llm.info.path, dtype=getattr(torch, dtype)).eval()
         pad_id = llm.tokenizer.pad_token_id if llm.tokenizer.pad_token_id is not None else 0
         run_engine(llm, make_prompts(llm.tokenizer, 2, 16), 4)  # warm-up
@@ -107,7 +110,9 @@ def main() -> None:
 
 
 def print_table(rows, args) -> None:
-    print(f"\nOutput tokens/s, {args.prompt_len} prompt + {args.output_len} output tokens per request, median of {args.repeats}")
+    threads = args.threads or torch.get_num_threads()
+    print(f"\nOutput tokens/s, {args.prompt_len} prompt + {args.output_len} output tokens per request, "
+          f"{threads} torch thread(s), median of {args.repeats}")
     print("| dtype | requests | engine tok/s | transformers tok/s | ratio |")
     print("|---|---:|---:|---:|---:|")
     for dtype, size, ours, theirs in rows:
