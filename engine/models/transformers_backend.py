@@ -22,6 +22,8 @@ from kernels import AttentionMetadata, paged_attention, write_kv_cache
 ATTN_NAME = "engine_paged"
 # Attention features transformers may ask for that paged_attention cannot compute.
 _UNSUPPORTED_KWARGS = ("softcap", "position_bias", "s_aux", "sinks", "attention_chunk_size")
+# Rope variants that transformers recomputes from max(position_ids) of the whole forward.
+_BATCH_DEPENDENT_ROPE = ("dynamic", "longrope")
 
 
 @dataclass(slots=True)
@@ -129,14 +131,20 @@ def _model_class(hf_config):
     if not getattr(cls, "_supports_attention_backend", False):
         raise ValueError(f"model: {cls.__name__} does not route attention through transformers' attention interface, "
                          "so it cannot read the engine's KV cache")  # fmt: skip
-    _refuse_unhandled_logit_scaling(cls.__name__, hf_config.get_text_config())
+    _refuse_unhandled_config(cls.__name__, hf_config.get_text_config())
     return cls
 
 
-def _refuse_unhandled_logit_scaling(name: str, text_config) -> None:
+def _refuse_unhandled_config(name: str, text_config) -> None:
+    """Config features that would silently give wrong output on a flattened batch of requests."""
     for attr in ("logit_scale", "logits_scaling"):
         if getattr(text_config, attr, 1.0) not in (None, 1.0):
             raise ValueError(f"model: {name} scales its logits ({attr}), which the transformers backend does not apply")
+    rope = getattr(text_config, "rope_parameters", None) or {}
+    for params in [rope, *(v for v in rope.values() if isinstance(v, dict))]:
+        if params.get("rope_type") in _BATCH_DEPENDENT_ROPE:
+            raise ValueError(f"model: {name} uses {params['rope_type']!r} rope, which rescales by the longest sequence "
+                             "in the forward; on the engine's mixed batch one request would change another's output")  # fmt: skip
 
 
 def probe_kv_shape(hf_model: nn.Module, num_layers: int) -> tuple[int, int, int]:

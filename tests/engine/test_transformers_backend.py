@@ -98,6 +98,21 @@ def test_model_impl_is_validated(tiny_model_factory):
         LLM(tiny_model_factory("gpt_bigcode"), model_impl="native", max_model_len=64, num_kv_blocks=8)
 
 
+async def test_core_process_serves_a_transformers_model(tiny_model_factory):
+    from engine import AsyncLLM
+    from tests.engine.test_async_llm import collect
+
+    folder = tiny_model_factory("gpt_bigcode")
+    params = SamplingParams(max_tokens=12, temperature=0.0, ignore_eos=True)
+    expected = LLM(folder, max_model_len=128, num_kv_blocks=32).generate([list(range(10, 30))], params)[0]
+    llm = await AsyncLLM.start(EngineConfig(model=folder, max_model_len=128, num_kv_blocks=32), in_process=False)
+    try:
+        text, ids, last = await collect(llm, "r0", list(range(10, 30)), params)
+        assert ids == expected.token_ids and text == expected.text
+    finally:
+        await llm.shutdown()
+
+
 def _random_model(path, config) -> str:
     from transformers import AutoModelForCausalLM
 
@@ -117,10 +132,12 @@ def _refused_configs():
             vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
             num_key_value_heads=1, layer_types=["conv", "full_attention"], pad_token_id=None),  # fmt: skip
         "attention interface": transformers.BloomConfig(vocab_size=64, hidden_size=32, n_layer=2, n_head=2),  # ALiBi
+        "rope": transformers.LlamaConfig(rope_parameters={"rope_type": "dynamic", "factor": 2.0, "rope_theta": 1e4},
+                                         **small),  # rescaled by the longest sequence in the batch  # fmt: skip
     }
 
 
-@pytest.mark.parametrize("reason", ["softcap", "bidirectional", "layers without standard attention", "attention interface"])
+@pytest.mark.parametrize("reason", ["softcap", "bidirectional", "layers without standard attention", "attention interface", "rope"])
 def test_architectures_we_cannot_run_are_refused_at_load(tmp_path, reason):
     folder = _random_model(tmp_path / "m", _refused_configs()[reason])
     with pytest.raises(ValueError, match=reason):
