@@ -36,10 +36,17 @@ def load_native_model(folder: Path, config: dict, device: torch.device, dtype: t
 
 
 def choose_impl(config: dict, model_impl: str) -> str:
-    """"native" or "transformers" for `model_impl` "auto": native where we implement the architecture."""
+    """"native" or "transformers" for `model_impl` "auto": native where we implement the architecture.
+
+    A sliding window shorter than the context (Mistral v0.1, Qwen2 with use_sliding_window)
+    goes to the transformers backend: the native models attend over the whole context.
+    """
     if model_impl != "auto":
         return model_impl
     native = any(arch in NATIVE_ARCHITECTURES for arch in config.get("architectures") or [])
+    window = config.get("sliding_window") if config.get("use_sliding_window", True) else None
+    if window and window < config.get("max_position_embeddings", 4096):
+        return "transformers"
     return "native" if native else "transformers"
 
 

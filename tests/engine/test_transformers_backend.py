@@ -91,6 +91,15 @@ def test_auto_picks_native_for_llama_and_transformers_otherwise(tiny_model_facto
     assert backend_of(LLM(tiny_model_factory("gpt_bigcode"), max_model_len=64, num_kv_blocks=8)) == "transformers"
 
 
+def test_auto_sends_a_short_sliding_window_to_transformers(tiny_model_factory, tmp_path):
+    import shutil
+
+    folder = shutil.copytree(tiny_model_factory("mistral"), tmp_path / "m")
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "sliding_window": 16}))
+    assert backend_of(LLM(str(folder), max_model_len=64, num_kv_blocks=8)) == "transformers"
+
+
 def test_model_impl_is_validated(tiny_model_factory):
     with pytest.raises(ValueError, match="model_impl"):
         EngineConfig(model_impl="vllm").validate()
