@@ -55,7 +55,7 @@ def _reconcile(folder: Path, meta: dict) -> list[str]:
     theta = meta.get(f"{arch}.rope.freq_base")
     rope = config.get("rope_parameters") or {}
     current = config.get("rope_theta", rope.get("rope_theta"))
-    if theta is not None and current != theta:
+    if theta is not None and current is not None and current != theta:  # per-layer-type rope left as converted
         fixes.append(f"rope_theta {current} -> {theta}")
         if "rope_parameters" in config:
             config["rope_parameters"]["rope_theta"] = theta
