@@ -39,10 +39,16 @@ class DeltaParts:
     def to_delta(self, reasoning_field: str) -> ChatDelta:
         delta = ChatDelta(content=self.content or None)
         if self.reasoning:
-            setattr(delta, reasoning_field, self.reasoning)
+            for name in reasoning_fields(reasoning_field):
+                setattr(delta, name, self.reasoning)
         if self.tool_calls:
             delta.tool_calls = [_tool_delta(part) for part in self.tool_calls]
         return delta
+
+
+def reasoning_fields(setting: str) -> tuple[str, ...]:
+    """The message fields that carry reasoning under `--reasoning-field` (`both` = the two names)."""
+    return ("reasoning_content", "reasoning") if setting == "both" else (setting,)
 
 
 def _tool_delta(part: ToolCallPart) -> ToolCallDelta:
@@ -177,7 +183,8 @@ class MessageBuilder:
     def message(self) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": self.parts.content or None}
         if self.parts.reasoning:
-            message[self.reasoning_field] = self.parts.reasoning
+            for name in reasoning_fields(self.reasoning_field):
+                message[name] = self.parts.reasoning
         if self.calls:
             message["tool_calls"] = [
                 {

@@ -38,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--data-parallel-size", type=int, default=1)
     serve.add_argument("--tool-parser", default=None, help="tool-call format name, or auto")
     serve.add_argument("--reasoning-parser", default=None, help="reasoning format name, or auto")
-    serve.add_argument("--reasoning-field", default="reasoning_content", choices=["reasoning_content", "reasoning"])
+    serve.add_argument("--reasoning-field", default="reasoning_content", choices=["reasoning_content", "reasoning", "both"])
     serve.add_argument("--max-waiting", type=int, default=512, help="queued requests beyond the running batch before 429")
     serve.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES)
     serve.add_argument("--shutdown-timeout", type=float, default=60.0, help="seconds to drain in-flight requests")

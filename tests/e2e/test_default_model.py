@@ -49,3 +49,31 @@ def test_required_tool_call(default_server):
     (call,) = reply.choices[0].message.tool_calls
     assert call.function.name == "get_weather"
     assert "city" in json.loads(call.function.arguments)
+
+
+def test_auto_tool_choice_streams_what_it_returns(default_server):
+    """tool_choice left to the model: the parser's streamed deltas add up to the one-shot reply, no markup leaks."""
+    import json
+
+    client = openai.OpenAI(base_url=default_server.url + "/v1", api_key="x", max_retries=0, timeout=300)
+    tools = [{"type": "function", "function": {"name": "get_weather", "description": "Get the weather for a city",
+              "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+    kwargs = dict(model=client.models.list().data[0].id, tools=tools, tool_choice="auto", max_tokens=80, temperature=0,
+                  messages=[{"role": "user", "content": "What is the weather in Paris? Use the get_weather tool."}])
+    message = client.chat.completions.create(**kwargs).choices[0]
+    content, calls = "", {}
+    for chunk in client.chat.completions.create(**kwargs, stream=True):
+        for choice in chunk.choices:
+            content += choice.delta.content or ""
+            for delta in choice.delta.tool_calls or []:
+                call = calls.setdefault(delta.index, {"name": "", "arguments": ""})
+                call["name"] += (delta.function.name or "") if delta.function else ""
+                call["arguments"] += (delta.function.arguments or "") if delta.function else ""
+    assert content == (message.message.content or "")
+    assert "<tool_call>" not in content and "</tool_call>" not in content
+    one_shot = [{"name": c.function.name, "arguments": c.function.arguments} for c in message.message.tool_calls or []]
+    assert [calls[i] for i in sorted(calls)] == one_shot
+    for call in one_shot:
+        assert call["name"] == "get_weather" and isinstance(json.loads(call["arguments"]), dict)
+    if one_shot:
+        assert message.finish_reason == "tool_calls"

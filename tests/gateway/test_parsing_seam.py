@@ -67,6 +67,16 @@ async def test_reasoning_field(make_client):
     assert "".join(d.get("content", "") for d in deltas) == "Hello there"
 
 
+async def test_reasoning_field_both(make_client):
+    settings = GatewaySettings(parsers=ParserConfig(reasoning_parser="qwen3"), reasoning_field="both")
+    client = await make_client(settings, script=_script(THINK_TEXT))
+    message = (await (await client.post("/v1/chat/completions", json={"messages": MESSAGES})).json())["choices"][0]["message"]
+    assert message["reasoning_content"] == message["reasoning"] == "The user greets."
+    events = await read_events(await client.post("/v1/chat/completions", json={"messages": MESSAGES, "stream": True}))
+    deltas = [e["choices"][0]["delta"] for e in events[:-1]]
+    assert "".join(d.get("reasoning", "") for d in deltas) == "".join(d.get("reasoning_content", "") for d in deltas)
+
+
 async def test_auto_detects_from_the_template(make_client):
     client = await _client(make_client, CALL_TEXT, tool_parser="auto")
     body = await (await client.post("/v1/chat/completions", json={"messages": MESSAGES, "tools": TOOLS})).json()
