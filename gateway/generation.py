@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, TypeVar
 
 import msgspec
@@ -114,3 +114,17 @@ async def fan_out(pool: EnginePool, request_id: str, jobs: list[Job]) -> AsyncIt
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def drain(services: Services, events: AsyncIterator[tuple[int, Any]], absorb: Callable[[int, Any], None]) -> None:
+    """Feeds every (choice index, delta) of a non-streaming call to `absorb`; engine failures
+    become API errors, and the engine requests are closed whatever happens."""
+    try:
+        async for index, out in events:
+            absorb(index, out)
+    except EngineUnavailable as exc:
+        raise unavailable(services, exc) from None
+    except ValueError as exc:  # the engine refused the request after admission
+        raise from_value_error(exc) from None
+    finally:
+        await events.aclose()

@@ -14,7 +14,7 @@ from gateway.chat_output import open_output
 from gateway.chat_template import tool_dicts
 from gateway.engine_pool import EngineUnavailable
 from gateway.errors import ApiError, bad_request, from_value_error
-from gateway.generation import admit, check_model, fan_out, read_body, unavailable, validate
+from gateway.generation import admit, check_model, drain, fan_out, read_body, unavailable, validate
 from gateway.metrics import TokenTimer
 from gateway.request_mapping import check_tool_choice, choice_params, sampling_params
 from gateway.sse import SseWriter
@@ -112,16 +112,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
 
 
 async def _complete(call: ChatCall) -> web.Response:
-    events = call.events()
-    try:
-        async for index, out in events:
-            call.states[index].absorb(out)
-    except EngineUnavailable as exc:
-        raise unavailable(call.services, exc) from None
-    except ValueError as exc:  # the engine refused the request after admission
-        raise from_value_error(exc) from None
-    finally:
-        await events.aclose()
+    await drain(call.services, call.events(), lambda index, out: call.states[index].absorb(out))
     choices = [
         ChatChoice(index=i, message=s.builder.message(), logprobs=s.chat_logprobs(), finish_reason=s.finish_reason)
         for i, s in enumerate(call.states)

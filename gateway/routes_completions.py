@@ -12,7 +12,7 @@ from aiohttp import web
 
 from gateway.engine_pool import EngineUnavailable
 from gateway.errors import ApiError, bad_request, from_value_error
-from gateway.generation import admit, check_model, fan_out, read_body, unavailable, validate
+from gateway.generation import admit, check_model, drain, fan_out, read_body, unavailable, validate
 from gateway.metrics import TokenTimer
 from gateway.request_mapping import choice_params, sampling_params
 from gateway.sse import SseWriter
@@ -129,16 +129,7 @@ async def completions(request: web.Request) -> web.StreamResponse:
 
 
 async def _complete(call: CompletionCall) -> web.Response:
-    events = call.events()
-    try:
-        async for index, out in events:
-            call.choices[index].absorb(call.services, out)
-    except EngineUnavailable as exc:
-        raise unavailable(call.services, exc) from None
-    except ValueError as exc:  # the engine refused the request after admission
-        raise from_value_error(exc) from None
-    finally:
-        await events.aclose()
+    await drain(call.services, call.events(), lambda index, out: call.choices[index].absorb(call.services, out))
     want_logprobs = call.req.logprobs is not None
     choices = [
         CompletionChoice(index=i, text=c.echo + c.text, finish_reason=c.finish_reason,
