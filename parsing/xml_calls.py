@@ -78,8 +78,8 @@ class XmlCallReader:
 
     def finish(self) -> None:
         """End of output: close an open string value and the arguments object."""
-        if self.state == "value" and self.kind.streamable and not self.dup:
-            self.sink.args('"')
+        if self.state in ("vopen", "value") and self.kind.streamable and not self.dup:
+            self.sink.args('"')  # the string was opened when the key was read, before the value opener
         if self.state != "head":
             self.sink.args("}")
         self.outcome = BODY_END

@@ -2,6 +2,7 @@
 result under any chunking, and always yield valid JSON-object arguments."""
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
@@ -54,3 +55,10 @@ def test_fuzz(fmt: str) -> None:
             assert key(parsing.collect(events), native) == key(whole, native)
 
     check()
+
+
+@pytest.mark.parametrize("text", ["<tool_call>get<arg_key>days</arg_key>", "<tool_call>get<arg_key>days</arg_key>\n"])
+def test_glm47_output_cut_after_a_key_closes_its_string(text: str) -> None:
+    """Found by the fuzz: the value's string opens with the key, before <arg_value> is seen."""
+    (call,) = parsing.parse(text, "glm47", TOOLS, False).tool_calls
+    assert json.loads(call.arguments) == {"days": ""}
