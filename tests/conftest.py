@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
+from hypothesis import settings
+
+# CI runs the same property-test examples every time (a red CI should mean a change broke
+# something, not that a new random example was drawn); local runs keep exploring.
+settings.register_profile("ci", derandomize=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 from tests.helpers.tiny_model import make_tiny_model
 
