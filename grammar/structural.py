@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from grammar.ir import EMPTY, Alt, Bytes, Grammar, GrammarError, Graph, Node, Ref, Repeat, Seq, alt, lit, opt, seq
+from grammar.ir import Alt, Bytes, Grammar, GrammarError, Graph, Node, Ref, Repeat, Seq, alt, lit, opt, seq
 from grammar.json_schema import compile_schema_to_grammar
 
 
