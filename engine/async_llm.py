@@ -16,6 +16,7 @@ from engine.core_client import CoreClient
 from engine.loader import resolve_model
 from engine.output_processor import OutputProcessor
 from engine.outputs import RequestOutput
+from engine.structured import GrammarChecker
 from engine.tokenizer import load_tokenizer
 from engine.validation import validate_request
 from schemas.engine import (
@@ -27,6 +28,7 @@ from schemas.engine import (
     ResetPrefixCache,
     SamplingParams,
     StepOutputs,
+    StructuredSpec,
 )
 
 
@@ -37,10 +39,12 @@ class EngineDeadError(RuntimeError):
 class AsyncLLM:
     """One engine core behind an asyncio interface; create with `await AsyncLLM.start(config)`."""
 
-    def __init__(self, client: CoreClient, tokenizer) -> None:
+    def __init__(self, client: CoreClient, tokenizer, grammar_compile_timeout: float = 30.0) -> None:
         self.client = client
         self.tokenizer = tokenizer
         self.model_info: ModelInfo = client.ready.info
+        self._grammar = GrammarChecker(tokenizer, self.model_info.vocab_size, self.model_info.eos_token_ids,
+                                       grammar_compile_timeout)  # fmt: skip
         num_blocks = self.model_info.num_total_blocks
         self.stats = EngineStats(num_total_blocks=num_blocks, num_free_blocks=num_blocks)
         self._processor = OutputProcessor(tokenizer)
@@ -53,7 +57,7 @@ class AsyncLLM:
         files = await asyncio.to_thread(resolve_model, config.model, config.cache_dir)  # converts a GGUF once
         tokenizer = await asyncio.to_thread(load_tokenizer, files.folder)
         client = await CoreClient.start(dataclasses.replace(config), in_process=in_process)
-        return cls(client, tokenizer)
+        return cls(client, tokenizer, config.grammar_compile_timeout)
 
     @property
     def is_alive(self) -> bool:
@@ -65,6 +69,14 @@ class AsyncLLM:
 
     def validate(self, prompt_token_ids: list[int], params: SamplingParams) -> None:
         validate_request(prompt_token_ids, params, self.model_info.vocab_size, self.model_info.max_model_len)
+
+    async def check_structured(self, spec: StructuredSpec) -> None:
+        """Compiles `spec` here first: ValueError (a 400 at the edge) when it is invalid or too slow to compile."""
+        await self._grammar.check(spec)
+
+    def warm_grammar(self) -> None:
+        """Builds the grammar vocabulary in the background so the first constrained request does not wait for it."""
+        self._grammar.warm()
 
     async def _read_loop(self) -> None:
         while (message := await self.client.recv()) is not None:
@@ -121,6 +133,7 @@ class AsyncLLM:
         self.client.send(ResetPrefixCache())
 
     async def shutdown(self) -> None:
+        self._grammar.close()
         await self.client.close()
         self._reader.cancel()
         try:

@@ -9,6 +9,7 @@ limit ends the request with an error output naming the problem.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -45,6 +46,57 @@ def compile_spec(spec: StructuredSpec, vocab):
     raise ValueError("structured output spec sets no constraint")
 
 
+def build_vocabulary(tokenizer, vocab_size: int, eos_token_ids: list[int]):
+    """The grammar vocabulary of `tokenizer`, padded to the model's `vocab_size`, with every EOS id of the model."""
+    import grammar
+
+    vocab = grammar.Vocabulary.from_tokenizer(tokenizer, vocab_size=vocab_size)
+    eos = sorted(set(vocab.eos_token_ids) | set(eos_token_ids))
+    return grammar.Vocabulary(vocab.token_bytes, eos, vocab_size)
+
+
+class GrammarChecker:
+    """Compiles a request's constraint in the client process before it is sent to the core,
+    so that a bad schema or a compile that overruns the limit is a 400 at request time, not
+    an error after the response has started. Compiles run on worker threads; the grammar
+    cache makes the core's own compile of the same spec cheap only within one process, so
+    the core compiles again (a few ms for typical schemas)."""
+
+    def __init__(self, tokenizer, vocab_size: int, eos_token_ids: list[int], compile_timeout: float) -> None:
+        self._tokenizer = tokenizer
+        self._vocab_size = vocab_size
+        self._eos_token_ids = list(eos_token_ids)
+        self._timeout = compile_timeout
+        self._executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="grammar-check")
+        self._vocab: Future | None = None
+
+    def warm(self) -> None:
+        """Starts building the vocabulary (about a second for a 50k vocabulary) in the background."""
+        if self._vocab is None:
+            self._vocab = self._executor.submit(build_vocabulary, self._tokenizer, self._vocab_size, self._eos_token_ids)
+
+    async def check(self, spec: StructuredSpec) -> None:
+        """Raises ValueError naming the problem when `spec` does not compile within the time limit."""
+        self.warm()
+        vocab_future = self._vocab
+
+        def compile_now() -> None:
+            compile_spec(spec, vocab_future.result())
+
+        loop = asyncio.get_running_loop()
+        try:
+            await asyncio.wait_for(loop.run_in_executor(self._executor, compile_now), self._timeout)
+        except asyncio.TimeoutError:
+            raise ValueError(f"grammar compilation exceeded the limit of {self._timeout:g} s") from None
+        except ValueError:
+            raise
+        except Exception as exc:  # GrammarError and anything a malformed spec provokes in the compiler
+            raise ValueError(str(exc)) from None
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+
 class StructuredOutputs:
     """Owned by the engine core; holds compiling requests and the live matchers."""
 
@@ -60,13 +112,10 @@ class StructuredOutputs:
 
     def _vocabulary(self):
         if self._vocab is None:
-            import grammar
             from transformers import AutoTokenizer
 
             tokenizer = AutoTokenizer.from_pretrained(self._folder)
-            vocab = grammar.Vocabulary.from_tokenizer(tokenizer, vocab_size=self._vocab_size)
-            eos = sorted(set(vocab.eos_token_ids) | set(self._eos_token_ids))
-            self._vocab = grammar.Vocabulary(vocab.token_bytes, eos, self._vocab_size)
+            self._vocab = build_vocabulary(tokenizer, self._vocab_size, self._eos_token_ids)
         return self._vocab
 
     def submit(self, request) -> None:

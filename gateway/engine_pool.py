@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from schemas.engine import EngineStats, SamplingParams
+from schemas.engine import EngineStats, SamplingParams, StructuredSpec
 
 log = logging.getLogger("gateway")
 
@@ -48,6 +48,7 @@ class EnginePool:
     @classmethod
     async def start(cls, factory: EngineFactory, size: int, *, max_queued: int) -> EnginePool:
         engines = await asyncio.gather(*(factory(i) for i in range(size)))
+        engines[0].warm_grammar()  # the vocabulary that check_structured compiles against
         return cls(list(engines), factory, max_queued=max_queued)
 
     # --- facts every engine shares ---------------------------------------------------------
@@ -70,6 +71,10 @@ class EnginePool:
 
     def validate(self, prompt_token_ids: list[int], params: SamplingParams) -> None:
         self._slots[0].llm.validate(prompt_token_ids, params)
+
+    async def check_structured(self, spec: StructuredSpec) -> None:
+        """ValueError when the constraint does not compile (within the engine's time limit)."""
+        await self._slots[0].llm.check_structured(spec)
 
     def stats(self) -> EngineStats:
         total = EngineStats()

@@ -13,6 +13,7 @@ from aiohttp import web
 from gateway.engine_pool import EnginePool, EngineUnavailable, Overloaded
 from gateway.errors import ApiError, bad_request, from_decode_error, from_value_error
 from gateway.state import Services
+from gateway.structured_request import Constraint
 from schemas.engine import SamplingParams
 
 T = TypeVar("T")
@@ -65,6 +66,17 @@ def validate(services: Services, prompt_token_ids: list[int], params: SamplingPa
         services.pool.validate(prompt_token_ids, params)
     except ValueError as exc:
         raise from_value_error(exc) from None
+
+
+async def check_constraint(services: Services, constraint: Constraint | None) -> None:
+    """Compiles the request's output constraint before anything is scheduled or streamed:
+    a schema the grammar compiler refuses, or one that overruns the compile limit, is a 400."""
+    if constraint is None:
+        return
+    try:
+        await services.pool.check_structured(constraint.spec)
+    except ValueError as exc:
+        raise bad_request(f"{constraint.param}: {exc}", constraint.param) from None
 
 
 async def _pump(pool: EnginePool, queue: asyncio.Queue, index: int, request_id: str,

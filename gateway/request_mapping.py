@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import msgspec
 
 from gateway.errors import bad_request
@@ -92,38 +90,24 @@ def _max_tokens(requested: int | None, name: str, num_prompt_tokens: int, max_mo
     return room
 
 
-def structured_spec(req: ChatCompletionRequest) -> StructuredSpec | None:
-    """`response_format` as an engine constraint (json_schema, json_object), or None for text."""
-    fmt = req.response_format
-    if not fmt or fmt.get("type") in (None, "text"):
-        return None
-    if fmt.get("type") == "json_object":
-        return StructuredSpec(json_object=True)
-    if fmt.get("type") == "json_schema":
-        spec = fmt.get("json_schema")
-        schema = spec.get("schema") if isinstance(spec, dict) else None
-        if not isinstance(schema, dict):
-            raise bad_request("response_format.json_schema.schema must be an object", "response_format")
-        return StructuredSpec(json_schema=json.dumps(schema, ensure_ascii=False))
-    raise bad_request(f"unknown response_format type {fmt.get('type')!r}", "response_format")
-
-
 def sampling_params(
     req: ChatCompletionRequest | CompletionRequest,
     *,
     num_prompt_tokens: int,
     max_model_len: int,
     vocab_size: int,
+    structured: StructuredSpec | None = None,
 ) -> SamplingParams:
-    """The engine parameters for one choice of `req`; raises ApiError(400) on a bad field."""
+    """The engine parameters for one choice of `req`; raises ApiError(400) on a bad field.
+
+    `structured` is the request's output constraint (gateway.structured_request, tool_constraint)."""
     _validate_common(req, vocab_size)
     if isinstance(req, ChatCompletionRequest):
         name = "max_completion_tokens" if req.max_completion_tokens is not None else "max_tokens"
         requested = req.max_completion_tokens if req.max_completion_tokens is not None else req.max_tokens
         logprobs = _chat_logprobs(req)
-        structured = structured_spec(req)
     else:
-        name, requested, structured = "max_tokens", (16 if req.max_tokens is None else req.max_tokens), None
+        name, requested = "max_tokens", (16 if req.max_tokens is None else req.max_tokens)
         _check_range("logprobs", req.logprobs, 0, MAX_TOP_LOGPROBS)
         logprobs = req.logprobs
     top_k = req.top_k or 0

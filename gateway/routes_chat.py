@@ -14,12 +14,13 @@ from gateway.chat_output import open_output
 from gateway.chat_template import tool_dicts
 from gateway.engine_pool import EngineUnavailable
 from gateway.errors import ApiError, bad_request, from_value_error
-from gateway.generation import admit, check_model, drain, fan_out, read_body, unavailable, validate
+from gateway.generation import admit, check_constraint, check_model, drain, fan_out, read_body, unavailable, validate
 from gateway.metrics import TokenTimer
 from gateway.request_mapping import check_tool_choice, choice_params, sampling_params
 from gateway.sse import SseWriter
-from gateway.tool_constraint import tool_call_spec
 from gateway.state import SERVICES, Services
+from gateway.structured_request import request_constraint
+from gateway.tool_constraint import tool_call_spec
 from schemas.openai import (
     ChatChoice,
     ChatCompletion,
@@ -54,17 +55,20 @@ class ChatCall:
             template_kwargs=req.chat_template_kwargs,
         )
         self.prompt_token_ids = rendered.token_ids
+        self.constraint = request_constraint(req.response_format, req.structured_outputs)
+        tool_constraint = tool_call_spec(req, services.parsers.tool_parser)
+        if tool_constraint is not None:
+            if self.constraint is not None:
+                raise bad_request(f"constrained tool calls ({tool_constraint.param}) cannot be combined with "
+                                  f"{self.constraint.param}", tool_constraint.param)  # fmt: skip
+            self.constraint = tool_constraint
         params = sampling_params(
             req,
             num_prompt_tokens=len(rendered.token_ids),
             max_model_len=pool.model_info.max_model_len,
             vocab_size=pool.model_info.vocab_size,
+            structured=self.constraint.spec if self.constraint else None,
         )
-        tool_spec = tool_call_spec(req, services.parsers.tool_parser)
-        if tool_spec is not None:
-            if params.structured is not None:
-                raise bad_request("tool_choice required or named cannot be combined with response_format", "tool_choice")
-            params = msgspec.structs.replace(params, structured=tool_spec)
         validate(services, rendered.token_ids, params)
         self.params = choice_params(params, req.n or 1)
         tools = tool_dicts(req.tools) if req.tool_choice != "none" else None
@@ -105,6 +109,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     req = await read_body(request, ChatCompletionRequest)
     check_model(services, req.model)
     call = ChatCall(services, req)
+    await check_constraint(services, call.constraint)
     with admit(services, len(call.params)):
         if req.stream:
             return await _stream(request, call)

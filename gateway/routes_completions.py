@@ -12,11 +12,12 @@ from aiohttp import web
 
 from gateway.engine_pool import EngineUnavailable
 from gateway.errors import ApiError, bad_request, from_value_error
-from gateway.generation import admit, check_model, drain, fan_out, read_body, unavailable, validate
+from gateway.generation import admit, check_constraint, check_model, drain, fan_out, read_body, unavailable, validate
 from gateway.metrics import TokenTimer
 from gateway.request_mapping import choice_params, sampling_params
 from gateway.sse import SseWriter
 from gateway.state import SERVICES, Services
+from gateway.structured_request import request_constraint
 from schemas.openai import Completion, CompletionChoice, CompletionLogprobs, CompletionRequest, PromptTokensDetails, Usage
 
 _ENCODER = msgspec.json.Encoder()
@@ -90,9 +91,11 @@ class CompletionCall:
         start = time.perf_counter()
         info = services.pool.model_info
         self.jobs, self.choices, self.num_prompt_tokens = [], [], 0
+        self.constraint = request_constraint(req.response_format, req.structured_outputs)
         for prompt_ids, prompt_text in _prompts(services, req.prompt):
             params = sampling_params(
-                req, num_prompt_tokens=len(prompt_ids), max_model_len=info.max_model_len, vocab_size=info.vocab_size
+                req, num_prompt_tokens=len(prompt_ids), max_model_len=info.max_model_len, vocab_size=info.vocab_size,
+                structured=self.constraint.spec if self.constraint else None,
             )
             validate(services, prompt_ids, params)
             self.num_prompt_tokens += len(prompt_ids)
@@ -122,6 +125,7 @@ async def completions(request: web.Request) -> web.StreamResponse:
     req = await read_body(request, CompletionRequest)
     check_model(services, req.model)
     call = CompletionCall(services, req)
+    await check_constraint(services, call.constraint)
     with admit(services, len(call.jobs)):
         if req.stream:
             return await _stream(request, call)

@@ -1,4 +1,10 @@
-"""tool_choice "required" or a named function as a structural-tag constraint, from the format's call syntax."""
+"""Tool calls as a structural-tag constraint, from the tool-call syntax of the server's parsing format.
+
+- tool_choice "required" or a named function: the model must write one or more calls (one
+  for a named function), each valid against its tool's parameter schema.
+- tool_choice "auto" with tools marked `strict: true`: the model writes free text, but once
+  it writes the opening of a call to a strict tool, the arguments must match that tool's schema.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +12,7 @@ import json
 from typing import Any
 
 from gateway.errors import bad_request
+from gateway.structured_request import Constraint
 from schemas.engine import StructuredSpec
 from schemas.openai import ChatCompletionRequest
 
@@ -21,28 +28,49 @@ def forced_tools(req: ChatCompletionRequest) -> list[Any] | None:
     return None
 
 
-def tool_call_spec(req: ChatCompletionRequest, tool_format: str | None) -> StructuredSpec | None:
-    """A structural tag that makes the model write one or more calls (one for a named function)
-    in `tool_format`'s own syntax, arguments valid against each tool's JSON schema."""
-    tools = forced_tools(req)
-    if tools is None:
-        return None
+def _strict_tools(req: ChatCompletionRequest) -> list[Any]:
+    if req.tool_choice == "none":
+        return []
+    return [tool for tool in req.tools or [] if tool.function.strict]
+
+
+def _syntax(tool_format: str | None, what: str, param: str) -> dict[str, Any]:
     if not tool_format:
-        raise bad_request("tool_choice required or named needs a server started with --tool-parser", "tool_choice")
+        raise bad_request(f"{what} needs a server started with --tool-parser", param)
     import parsing
 
     syntax = parsing.call_syntax(tool_format)
     if not syntax or syntax.get("args") != "json" or "{index}" in syntax["begin"]:
-        raise bad_request(f"tool_choice required or named is not supported for the {tool_format} format", "tool_choice")
+        raise bad_request(f"{what} is not supported for the {tool_format} format (its arguments are not one JSON "
+                          f"object per call)", param)  # fmt: skip
+    return syntax
+
+
+def tool_call_spec(req: ChatCompletionRequest, tool_format: str | None) -> Constraint | None:
+    """The structural tag for the request's tools in `tool_format`'s syntax, or None when nothing is constrained."""
+    tools = forced_tools(req)
+    forced = tools is not None
+    if not forced:
+        tools = _strict_tools(req)
+        if not tools:
+            return None
+    what, param = ("tool_choice required or named", "tool_choice") if forced else ("strict: true", "tools")
+    syntax = _syntax(tool_format, what, param)
+    # Formats that wrap calls in a block (deepseek) get the block around each call, one call per block.
+    block_begin, block_end = syntax.get("block_begin", ""), syntax.get("block_end", "")
     alternatives = [
         {
-            "begin": syntax["begin"].replace("{name}", tool.function.name),
+            "begin": block_begin + syntax["begin"].replace("{name}", tool.function.name),
             "schema": tool.function.parameters or {"type": "object"},
-            "end": syntax["end"],
+            "end": syntax["end"] + block_end,
         }
         for tool in tools
     ]
-    spec: dict[str, Any] = {"alternatives": alternatives, "separator": syntax.get("separator", ""), "min_calls": 1}
-    if isinstance(req.tool_choice, dict) or req.parallel_tool_calls is False:
-        spec["max_calls"] = 1
-    return StructuredSpec(structural_tag=json.dumps(spec, ensure_ascii=False))
+    spec: dict[str, Any] = {"alternatives": alternatives, "separator": syntax.get("separator", "")}
+    if forced:
+        spec["min_calls"] = 1
+        if isinstance(req.tool_choice, dict) or req.parallel_tool_calls is False or block_begin:
+            spec["max_calls"] = 1
+    else:  # the grammar bounds calls only without free text: parallel_tool_calls=false is not enforced here
+        spec.update(allow_free_text=True, min_calls=0)
+    return Constraint(StructuredSpec(structural_tag=json.dumps(spec, ensure_ascii=False)), param)

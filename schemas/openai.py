@@ -85,6 +85,8 @@ class SamplingFields(msgspec.Struct, kw_only=True):
     stream: bool | None = None
     stream_options: StreamOptions | None = None
     user: str | None = None
+    response_format: dict[str, Any] | None = None
+    structured_outputs: dict[str, Any] | None = None  # vLLM: {json | regex | choice | grammar | ...}
 
 
 class ChatCompletionRequest(SamplingFields, kw_only=True):
@@ -95,7 +97,6 @@ class ChatCompletionRequest(SamplingFields, kw_only=True):
     tools: list[ToolDef] | None = None
     tool_choice: str | dict[str, Any] | None = None
     parallel_tool_calls: bool | None = None
-    response_format: dict[str, Any] | None = None
     chat_template_kwargs: dict[str, Any] | None = None
     add_generation_prompt: bool | None = None
     continue_final_message: bool | None = None

@@ -163,3 +163,29 @@ def test_response_format_json_schema(client):
         response_format={"type": "json_schema", "json_schema": {"name": "r", "schema": schema}})
     assert reply.choices[0].finish_reason == "stop"
     assert isinstance(json.loads(reply.choices[0].message.content)["ok"], bool)
+
+
+def test_structured_outputs_choice_regex_and_completions(client):
+    """vLLM's `structured_outputs` body field, on chat and completions, sampled at temperature 1."""
+    import re
+
+    for seed in range(3):
+        reply = client.chat.completions.create(
+            model="tiny", messages=MESSAGES, max_tokens=20, temperature=1.0, seed=seed,
+            extra_body={"structured_outputs": {"choice": ["alpha", "beta gamma"]}})
+        assert reply.choices[0].message.content in ("alpha", "beta gamma")
+        assert reply.choices[0].finish_reason == "stop"
+    text = client.completions.create(model="tiny", prompt="Code:", max_tokens=30, temperature=1.0, seed=5,
+                                     extra_body={"structured_outputs": {"regex": "[A-Z]{2}-[0-9]{3}"}})
+    assert re.fullmatch("[A-Z]{2}-[0-9]{3}", text.choices[0].text)
+
+
+def test_bad_schema_is_400_before_the_stream_starts(client):
+    bad = {"type": "object", "properties": {"n": {"type": "integer", "minimum": "zero"}}}
+    for stream in (False, True):
+        with pytest.raises(openai.BadRequestError) as err:
+            client.chat.completions.create(
+                model="tiny", messages=MESSAGES, max_tokens=8, stream=stream,
+                response_format={"type": "json_schema", "json_schema": {"name": "r", "schema": bad}})
+        assert err.value.status_code == 400 and "/properties/n/minimum" in err.value.message
+    assert client.chat.completions.create(model="tiny", messages=MESSAGES, max_tokens=2).choices

@@ -70,6 +70,8 @@ class FakeLLM:
         self.aborted: list[str] = []
         self.requests: list[tuple[str, list[int], SamplingParams]] = []
         self._dead = asyncio.Event()
+        self._grammar = None
+        self.grammar_compile_timeout = 30.0
 
     @property
     def stats(self) -> EngineStats:
@@ -84,6 +86,18 @@ class FakeLLM:
             raise ValueError("prompt_token_ids: token id out of range")
         if params.max_tokens is not None and len(prompt_token_ids) + params.max_tokens > self.model_info.max_model_len:
             raise ValueError("max_tokens: prompt + max_tokens exceeds max_model_len")
+
+    async def check_structured(self, spec) -> None:
+        """The real pre-flight compile (engine.structured.GrammarChecker) against the fake's tokenizer."""
+        if self._grammar is None:
+            from engine.structured import GrammarChecker
+
+            self._grammar = GrammarChecker(self.tokenizer, self.model_info.vocab_size, self.model_info.eos_token_ids,
+                                           self.grammar_compile_timeout)  # fmt: skip
+        await self._grammar.check(spec)
+
+    def warm_grammar(self) -> None:
+        pass
 
     def kill(self) -> None:
         self.is_alive = False
