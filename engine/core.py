@@ -119,13 +119,14 @@ class EngineCore:
             self.scheduler.add(request)
         return [EngineOutput(request_id=r.request_id, new_token_ids=[], finish_reason="error", error=msg) for r, msg in failed]
 
-    def _grammar_masks(self, plan: SchedulerOutput) -> dict:
+    def _grammar_masks(self, plan: SchedulerOutput):
+        """Starts filling the masks of the rows that sample this step; returns the waiter (or None)."""
         sampling = [
             req_id
             for req_id, num_new, num_computed in zip(plan.req_ids, plan.num_scheduled_tokens, plan.num_computed_tokens)
             if num_computed + num_new == self.scheduler.requests[req_id].num_tokens
         ]
-        return self.structured.masks(sampling)
+        return self.structured.masks_async(sampling)
 
     def _advance_matchers(self, progressed) -> None:
         for request in progressed:
@@ -141,6 +142,8 @@ class EngineCore:
         plan = self.scheduler.schedule()
         masks = self._grammar_masks(plan) if self.structured.matchers else None
         result = self.runner.execute(plan, masks)
+        if masks is not None:
+            masks()  # done already unless no row sampled; matchers are touched below
         progressed = self.scheduler.update(plan, result.token_ids)
         if self.structured.matchers:
             self._advance_matchers(progressed)

@@ -2,8 +2,9 @@
 
 A request with a `StructuredSpec` waits here until its grammar is compiled on a worker
 thread (other requests keep stepping meanwhile), then enters the scheduler. Each step the
-matchers of the rows about to sample fill their bitmask rows; after sampling, each
-matcher accepts its request's token. A compile error or a compile that overruns the time
+matchers of the rows about to sample fill their bitmask rows on another worker thread
+while the model's forward pass runs (torch releases the GIL in its kernels), so mask time
+hides behind compute; after sampling, each matcher accepts its request's token. A compile error or a compile that overruns the time
 limit ends the request with an error output naming the problem.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -107,6 +109,7 @@ class StructuredOutputs:
         self._timeout = compile_timeout
         self._vocab = None
         self._executor: ThreadPoolExecutor | None = None
+        self._mask_executor: ThreadPoolExecutor | None = None
         self.pending: list[_Pending] = []
         self.matchers: dict[str, object] = {}
 
@@ -166,6 +169,15 @@ class StructuredOutputs:
             self.matchers[request_id].fill_bitmask(bitmask, row)
         allowed = grammar.unpack_bitmask(bitmask, self._vocab_size)  # [num_live, vocab]
         return {request_id: allowed[row] for row, request_id in enumerate(live)}
+
+    def masks_async(self, request_ids: list[str]) -> Callable[[], dict[str, torch.Tensor]] | None:
+        """Starts `masks(request_ids)` on the mask thread; returns a function that waits for it
+        (None when no row is constrained). Matchers are not touched elsewhere until it is waited on."""
+        if not any(r in self.matchers for r in request_ids):
+            return None
+        if self._mask_executor is None:
+            self._mask_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="grammar-mask")
+        return self._mask_executor.submit(self.masks, request_ids).result
 
     def accept(self, request_id: str, token_id: int) -> bool:
         matcher = self.matchers.get(request_id)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -9,6 +10,9 @@ import torch
 from engine.runner.slots import RequestSlots
 from engine.sampler import SamplingBatch, sample
 from engine.scheduler import SchedulerOutput
+
+# Grammar masks for a step: request id -> [vocab] bool, or a function that waits for them.
+MaskSource = dict[str, torch.Tensor] | Callable[[], dict[str, torch.Tensor]] | None
 from kernels import build_attention_metadata
 
 
@@ -91,8 +95,9 @@ class ModelRunner:
         )
 
     @torch.inference_mode()
-    def execute(self, plan: SchedulerOutput, allowed_masks: dict[str, torch.Tensor] | None = None) -> StepResult:
-        """Runs the plan; `allowed_masks` maps request ids to [vocab] bool grammar masks."""
+    def execute(self, plan: SchedulerOutput, allowed_masks: MaskSource = None) -> StepResult:
+        """Runs the plan; `allowed_masks` maps request ids to [vocab] bool grammar masks, or is a
+        function returning that map, called only after the forward pass (masks computed meanwhile)."""
         self._sync(plan)
         if not plan.req_ids:
             return StepResult({}, {})
@@ -106,6 +111,8 @@ class ModelRunner:
         row_slots = [slots[i] for i in rows]
         row_ids = [plan.req_ids[i] for i in rows]
         mask = None
+        if callable(allowed_masks):
+            allowed_masks = allowed_masks()
         if allowed_masks and any(r in allowed_masks for r in row_ids):
             mask = torch.ones_like(logits, dtype=torch.bool)
             for j, request_id in enumerate(row_ids):
