@@ -5,11 +5,11 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
-import torch
+import numpy as np
 
 from grammar.dfa import LazyDfa
 from grammar.ir import Grammar
-from grammar.masks import StateMask, compute_mask
+from grammar.masks import StateMask, compute_mask, uses_c_walk
 from grammar.nfa import build_nfa
 from grammar.pda import States, advance, is_complete
 from grammar.vocab import Vocabulary
@@ -31,20 +31,24 @@ class CompiledGrammar:
     def __init__(self, grammar: Grammar, vocab: Vocabulary) -> None:
         self.vocab = vocab
         self.nfa = build_nfa(grammar)
-        self.dfa = LazyDfa(self.nfa)
+        self.dfa = LazyDfa(self.nfa, self._slice_id if uses_c_walk() else None)
         self.initial: States = frozenset((((), self.dfa.rule_start[0]),))
         self.lock = threading.RLock()
         self._state_masks: dict[tuple[int, bool], StateMask] = {}
-        self._masks: dict[States, torch.Tensor] = {}
+        self._masks: dict[States, np.ndarray] = {}
         self._complete: dict[States, bool] = {}
+
+    def _slice_id(self, in_set: np.ndarray) -> int:
+        sl = self.vocab.slice_for(in_set)
+        return -1 if sl is None else sl.id
 
     def matcher(self) -> "Matcher":
         from grammar.matcher import Matcher
 
         return Matcher(self)
 
-    def mask(self, configs: States) -> torch.Tensor:
-        """int32 [num_words] allowed-token bits for `configs` (cached)."""
+    def mask(self, configs: States) -> np.ndarray:
+        """int32 [num_words] allowed-token bits for `configs` (cached; read-only)."""
         cached = self._masks.get(configs)
         if cached is not None:
             return cached
@@ -52,9 +56,8 @@ class CompiledGrammar:
             words = compute_mask(self.dfa, self.vocab, configs, self._state_masks)
             if len(self._masks) >= MAX_CACHED_MASKS:
                 self._masks.clear()
-            tensor = torch.from_numpy(words)
-            self._masks[configs] = tensor
-            return tensor
+            self._masks[configs] = words
+            return words
 
     def advance(self, configs: States, data: bytes) -> States:
         with self.lock:

@@ -6,10 +6,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grammar.dfa import UNKNOWN, LazyDfa
+from grammar.dfa import FLAG_CALLS, FLAG_FINAL, UNKNOWN, LazyDfa
 from grammar.pda import States, advance, expand, is_complete
 from grammar.trie import TrieLevel
 from grammar.vocab import MIN_SLICE_BYTES, Vocabulary, pack_bits
+
+try:
+    from grammar import _walk
+except ImportError:  # built by setup.py; without a C compiler the numpy walk below is used
+    _walk = None
+
+
+def uses_c_walk() -> bool:
+    """True when the C extension is built (masks come from `state_mask_c`)."""
+    return _walk is not None
 
 MAX_SLICED_STATES = 32
 SMALL_NODES = 24      # below this many trie nodes and...
@@ -20,12 +30,22 @@ SMALL_TOKENS = 96     # ...this many tokens under them, finish in Python
 class StateMask:
     """What one DFA state allows without looking at the stack: tokens consumed entirely in the
     DFA (`words`), and tokens that die in the DFA after passing a state where a call or return
-    could happen (`cand_*`: sorted-vocabulary row, byte position, DFA state there)."""
+    could happen (`cand_*`: token id, byte position, DFA state there)."""
 
     words: np.ndarray  # int32 [num_words]
-    cand_rows: np.ndarray  # int64 [num_cand]
-    cand_pos: np.ndarray  # int64 [num_cand]
-    cand_state: np.ndarray  # int64 [num_cand]
+    cand_ids: np.ndarray  # int [num_cand]
+    cand_pos: np.ndarray  # int [num_cand]
+    cand_state: np.ndarray  # int [num_cand]
+
+
+def state_mask_c(dfa: LazyDfa, vocab: Vocabulary, d: int, nonempty_stack: bool) -> StateMask:
+    """The C walk of the flat trie (grammar/_walk.c); same result as `state_mask`."""
+    dfa.prepare(d)
+    sl = int(dfa.slice_of[d])
+    words = vocab.slice_list[sl].words.copy() if sl >= 0 else np.zeros(vocab.num_words, dtype=np.int32)
+    raw = _walk.walk(dfa, vocab.trie_arrays, vocab.slice_pures, d, nonempty_stack, words)
+    cands = np.frombuffer(raw, dtype=np.int32).reshape(-1, 3)  # [num_cand, (id, pos, state)]
+    return StateMask(words, cands[:, 0], cands[:, 1], cands[:, 2])
 
 
 def _step(dfa: LazyDfa, states: np.ndarray, cols: np.ndarray) -> np.ndarray:
@@ -146,7 +166,10 @@ def _absorbed(dfa: LazyDfa, vocab: Vocabulary, depth: int, nodes: np.ndarray, st
         in_set = dfa.loop_set(s, MIN_SLICE_BYTES)
         if in_set is None:
             continue
-        hit = (st == s) & vocab.slice_for(in_set).pure[depth - 1][nodes]
+        sl = vocab.slice_for(in_set)
+        if sl is None:
+            continue
+        hit = (st == s) & sl.pure[depth - 1][nodes]
         whole = hit if whole is None else whole | hit
     return whole if whole is not None and whole.any() else None
 
@@ -173,24 +196,27 @@ def _finish(vocab: Vocabulary, allowed: list[np.ndarray], ranges: list[tuple[np.
         c_pos, c_st = pos[owner], st[owner]
     else:
         c_rows = c_pos = c_st = np.zeros(0, dtype=np.int64)
-    return StateMask(pack_bits(ok), c_rows, c_pos, c_st)
+    return StateMask(pack_bits(ok), vocab.sorted_ids[c_rows], c_pos, c_st)
 
 
 def compute_mask(dfa: LazyDfa, vocab: Vocabulary, configs: States, cache: dict[tuple[int, bool], StateMask]) -> np.ndarray:
-    """int32 [num_words] mask of the tokens allowed after `configs` (EOS when complete)."""
+    """int32 [num_words] mask of the tokens allowed after `configs` (EOS when complete); may be
+    a cached state mask itself, so callers must not write into it."""
+    if len(configs) == 1:
+        ((stack, d),) = configs
+        stop = FLAG_CALLS | FLAG_FINAL  # a call, a return or (empty stack) EOS: the general path
+        if not dfa.flags[d] & stop:
+            sm = _cached_state_mask(dfa, vocab, d, bool(stack), cache)
+            if not len(sm.cand_ids):
+                return sm.words
     words = np.zeros(vocab.num_words, dtype=np.int32)
     slow: list[tuple[int, tuple[int, ...], int, int]] = []
     for stack, d in expand(dfa, configs):
-        key = (d, bool(stack))
-        sm = cache.get(key)
-        if sm is None:
-            sm = state_mask(dfa, vocab, d, bool(stack))
-            cache[key] = sm
+        sm = _cached_state_mask(dfa, vocab, d, bool(stack), cache)
         words |= sm.words
-        for row, pos, s in zip(sm.cand_rows.tolist(), sm.cand_pos.tolist(), sm.cand_state.tolist()):
-            slow.append((row, stack, pos, s))
-    for row, stack, pos, s in slow:
-        tid = int(vocab.sorted_ids[row])
+        for tid, pos, s in zip(sm.cand_ids.tolist(), sm.cand_pos.tolist(), sm.cand_state.tolist()):
+            slow.append((tid, stack, pos, s))
+    for tid, stack, pos, s in slow:
         if (int(words[tid >> 5]) >> (tid & 31)) & 1:
             continue
         data = vocab.token_bytes[tid] or b""
@@ -199,3 +225,13 @@ def compute_mask(dfa: LazyDfa, vocab: Vocabulary, configs: States, cache: dict[t
     if is_complete(dfa, configs):
         words |= vocab.eos_words
     return words
+
+
+def _cached_state_mask(dfa: LazyDfa, vocab: Vocabulary, d: int, nonempty: bool,
+                       cache: dict[tuple[int, bool], StateMask]) -> StateMask:
+    key = (d, nonempty)
+    sm = cache.get(key)
+    if sm is None:
+        sm = state_mask_c(dfa, vocab, d, nonempty) if _walk is not None else state_mask(dfa, vocab, d, nonempty)
+        cache[key] = sm
+    return sm

@@ -29,10 +29,17 @@ class Matcher:
 
     def fill_bitmask(self, bitmask: torch.Tensor, row: int = 0) -> None:
         """Write the allowed next tokens into `bitmask[row]` (only EOS once terminated)."""
+        g = self.grammar
         if self._terminated:
-            bitmask[row].copy_(torch.from_numpy(self.grammar.vocab.eos_words))
-            return
-        bitmask[row].copy_(self.grammar.mask(self.state))
+            words = g.vocab.eos_words
+        else:
+            words = g._masks.get(self._history[-1])
+            if words is None:
+                words = g.mask(self._history[-1])
+        if bitmask.device.type == "cpu":
+            bitmask.numpy()[row] = words  # a view: no tensor round trip
+        else:
+            bitmask[row].copy_(torch.from_numpy(words))
 
     def accept(self, token_id: int) -> bool:
         """Advance by one token; False (state unchanged) when the grammar forbids it."""

@@ -56,3 +56,35 @@ def build_trie(mat: np.ndarray, lens: np.ndarray) -> list[TrieLevel]:
             child_lo = child_hi = np.zeros(len(byte), dtype=np.int64)
         levels.append(TrieLevel(byte, parent, lo, hi, token_row, child_lo, child_hi))
     return levels
+
+
+@dataclass(frozen=True, slots=True)
+class FlatTrie:
+    """The same trie as one array per field in DFS order (a node's subtree is the index range
+    [i + 1, end[i]) after it); walked node by node by the C extension."""
+
+    byte: np.ndarray  # uint8 [num_nodes] last byte of the prefix
+    depth: np.ndarray  # int32 [num_nodes] prefix length (1..)
+    end: np.ndarray  # int32 [num_nodes] one past the last node of the subtree
+    lo: np.ndarray  # int32 [num_nodes + 1] first sorted-token row of the subtree; lo[end[i]] ends it
+    ids: np.ndarray  # int32 [num_rows] token id of each sorted row
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        return (self.byte, self.depth, self.end, self.lo, self.ids)
+
+
+def flatten_trie(levels: list[TrieLevel], sorted_ids: np.ndarray) -> FlatTrie:
+    """DFS order = sort by (first row of the subtree, depth): a prefix comes before its extensions."""
+    num_rows = len(sorted_ids)
+    if not levels:
+        empty = np.zeros(0, dtype=np.int32)
+        return FlatTrie(np.zeros(0, dtype=np.uint8), empty, empty, np.array([num_rows], dtype=np.int32), sorted_ids.astype(np.int32))
+    lo = np.concatenate([lv.lo for lv in levels])
+    hi = np.concatenate([lv.hi for lv in levels])
+    depth = np.concatenate([np.full(len(lv.lo), d, dtype=np.int64) for d, lv in enumerate(levels, start=1)])
+    byte = np.concatenate([lv.byte for lv in levels])
+    order = np.lexsort((depth, lo))
+    lo, hi, depth, byte = lo[order], hi[order], depth[order], byte[order]
+    end = np.searchsorted(lo, hi, side="left")
+    return FlatTrie(byte.astype(np.uint8), depth.astype(np.int32), end.astype(np.int32),
+                    np.append(lo, num_rows).astype(np.int32), sorted_ids.astype(np.int32))

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from grammar.ir import GrammarError
-from grammar.trie import build_trie
+from grammar.trie import build_trie, flatten_trie
 
 
 def _byte_decoder() -> dict[str, int]:
@@ -38,17 +38,39 @@ def _token_to_bytes(token: str, byte_level: bool, decoder: dict[str, int]) -> by
 
 # Byte sets whose all-in-set tokens are precomputed: plain JSON string text, digits.
 _SLICE_BYTES = (((0x20, 0x21), (0x23, 0x5B), (0x5D, 0x7E)),)
-MAX_SLICES = 512
+MAX_SLICES = 128
 MIN_SLICE_BYTES = 8
 
 
-@dataclass(frozen=True, slots=True)
 class TokenSlice:
     """Tokens grouped by whether they continue with bytes of `in_set` only: a DFA state that loops
-    on every byte of the set allows such a trie subtree whole."""
+    on every byte of the set allows such a trie subtree whole.  `words` has the tokens made of
+    set bytes only (what a looping state allows without a walk); `pure_flat` marks flat-trie nodes
+    whose descendants' bytes are all in the set; `pure` is the per-depth form (numpy walk)."""
 
-    in_set: np.ndarray  # bool [256]
-    pure: list[np.ndarray]  # per trie depth: bool [num_nodes], all continuations in the set
+    __slots__ = ("id", "in_set", "words", "pure_flat", "_pure", "_vocab")
+
+    def __init__(self, slice_id: int, in_set: np.ndarray, vocab: "Vocabulary") -> None:
+        self.id = slice_id
+        self.in_set = in_set.copy()
+        self._vocab = vocab
+        self._pure: list[np.ndarray] | None = None
+        flat = vocab.flat
+        bad = np.concatenate([[0], np.cumsum(~in_set[flat.byte])])  # [num_nodes + 1]
+        self.pure_flat = ((bad[flat.end] - bad[np.arange(1, len(flat.byte) + 1)]) == 0).astype(np.uint8)
+        ok = np.ones(len(vocab.lens), dtype=bool)
+        for j in range(vocab.mat.shape[1]):
+            ok &= in_set[vocab.mat[:, j]] | (vocab.lens <= j)
+        allowed = np.zeros(vocab.num_words * 32, dtype=bool)
+        allowed[vocab.sorted_ids[ok]] = True
+        self.words = pack_bits(allowed)
+
+    @property
+    def pure(self) -> list[np.ndarray]:
+        """Per depth D: every token below the node continues with bytes of `in_set` only."""
+        if self._pure is None:
+            self._pure = self._vocab.suffix_pure(self.in_set)
+        return self._pure
 
 
 class Vocabulary:
@@ -86,34 +108,42 @@ class Vocabulary:
         self.mat = np.asfortranarray(mat)  # column j = byte j of every token
         self.first_byte = mat[:, 0].copy() if n else np.zeros(0, dtype=np.uint8)  # [n]
         self.trie = build_trie(mat, self.lens)
+        self.flat = flatten_trie(self.trie, self.sorted_ids)
+        self.trie_arrays = self.flat.arrays()
         same = np.zeros(n, dtype=bool)  # tokens whose bytes repeat the previous row's
         if n > 1:
             same[1:] = (self.lens[1:] == self.lens[:-1]) & (mat[1:] == mat[:-1]).all(axis=1)
         self.dup_rows = np.nonzero(same)[0]
+        eos = np.zeros(self.num_words * 32, dtype=bool)
+        eos[self.eos_token_ids] = True
+        self.eos_words = pack_bits(eos)
         self._slices: dict[bytes, TokenSlice] = {}
+        self.slice_list: list[TokenSlice] = []
+        self.slice_pures: list[np.ndarray] = []  # uint8 [num_nodes] per slice id (read by the C walk)
         self._slice_lock = threading.Lock()
         for byte_ranges in _SLICE_BYTES:
             in_set = np.zeros(256, dtype=bool)
             for lo, hi in byte_ranges:
                 in_set[lo : hi + 1] = True
             self.slice_for(in_set)
-        eos = np.zeros(self.num_words * 32, dtype=bool)
-        eos[self.eos_token_ids] = True
-        self.eos_words = pack_bits(eos)
 
-    def slice_for(self, in_set: np.ndarray) -> "TokenSlice":
-        """The slice of tokens over the byte set `in_set` (bool [256]); cached per set."""
+    def slice_for(self, in_set: np.ndarray) -> TokenSlice | None:
+        """The slice of tokens over the byte set `in_set` (bool [256]); built once per set and
+        kept for the vocabulary's lifetime (ids are stable); None past MAX_SLICES sets."""
         key = np.packbits(in_set).tobytes()
         sl = self._slices.get(key)
-        if sl is None:
-            sl = TokenSlice(in_set.copy(), self._suffix_pure(in_set))
-            with self._slice_lock:
-                if len(self._slices) > MAX_SLICES:
-                    self._slices.clear()
+        if sl is not None:
+            return sl
+        with self._slice_lock:
+            sl = self._slices.get(key)
+            if sl is None and len(self.slice_list) < MAX_SLICES:
+                sl = TokenSlice(len(self.slice_list), in_set, self)
+                self.slice_pures.append(sl.pure_flat)
+                self.slice_list.append(sl)
                 self._slices[key] = sl
         return sl
 
-    def _suffix_pure(self, in_set: np.ndarray) -> list[np.ndarray]:
+    def suffix_pure(self, in_set: np.ndarray) -> list[np.ndarray]:
         """Per depth D: every token below the node continues with bytes of `in_set` only."""
         out: list[np.ndarray] = [np.zeros(0, dtype=bool)] * len(self.trie)
         below: np.ndarray | None = None

@@ -1,0 +1,244 @@
+/* grammar._walk: the token-trie walk behind one DFA state's mask, and byte runs through the DFA.
+ *
+ * The trie is the vocabulary's flat DFS layout (grammar/trie.py FlatTrie): node i has its last
+ * byte, its depth, the index one past its subtree (`end`) and the first sorted-token row of its
+ * subtree (`lo`; lo[end[i]] is one past the last).  The DFA is grammar/dfa.py's LazyDfa: rows of
+ * `trans` may still be UNKNOWN, in which case `dfa.prepare(d)` (Python) fills row d and the state's
+ * slice id, after which the buffers are fetched again (they may have been reallocated).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define UNKNOWN (-2)
+#define FLAG_CALLS 1
+#define FLAG_FINAL 2
+#define MAX_DEPTH 4096
+
+typedef struct {
+    PyObject *dfa;
+    Py_buffer trans, flags, slice_of;
+    int held;
+} Dfa;
+
+static void dfa_release(Dfa *d) {
+    if (d->held) {
+        PyBuffer_Release(&d->trans);
+        PyBuffer_Release(&d->flags);
+        PyBuffer_Release(&d->slice_of);
+        d->held = 0;
+    }
+}
+
+static int get_buf(PyObject *obj, const char *name, Py_buffer *view, int writable) {
+    PyObject *a = PyObject_GetAttrString(obj, name);
+    if (!a) return -1;
+    int rc = PyObject_GetBuffer(a, view, writable ? PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS : PyBUF_C_CONTIGUOUS);
+    Py_DECREF(a);
+    return rc;
+}
+
+static int dfa_fetch(Dfa *d) {
+    dfa_release(d);
+    if (get_buf(d->dfa, "trans", &d->trans, 0) < 0) return -1;
+    if (get_buf(d->dfa, "flags", &d->flags, 0) < 0) { PyBuffer_Release(&d->trans); return -1; }
+    if (get_buf(d->dfa, "slice_of", &d->slice_of, 0) < 0) {
+        PyBuffer_Release(&d->trans); PyBuffer_Release(&d->flags); return -1;
+    }
+    d->held = 1;
+    return 0;
+}
+
+/* Fill row `s` (and its slice id) through Python, then refetch the buffers. */
+static int dfa_prepare(Dfa *d, long s) {
+    dfa_release(d);
+    PyObject *r = PyObject_CallMethod(d->dfa, "prepare", "l", s);
+    if (!r) return -1;
+    Py_DECREF(r);
+    return dfa_fetch(d);
+}
+
+#define TRANS(d) ((const int32_t *)(d)->trans.buf)
+#define FLAGS(d) ((const uint8_t *)(d)->flags.buf)
+#define SLICE(d) ((const int16_t *)(d)->slice_of.buf)
+
+typedef struct {
+    int32_t *data;
+    Py_ssize_t len, cap;
+} Vec;
+
+static int vec_push3(Vec *v, int32_t a, int32_t b, int32_t c) {
+    if (v->len + 3 > v->cap) {
+        Py_ssize_t cap = v->cap ? v->cap * 2 : 768;
+        int32_t *p = realloc(v->data, cap * sizeof(int32_t));
+        if (!p) { PyErr_NoMemory(); return -1; }
+        v->data = p;
+        v->cap = cap;
+    }
+    v->data[v->len++] = a;
+    v->data[v->len++] = b;
+    v->data[v->len++] = c;
+    return 0;
+}
+
+static inline void set_rows(uint32_t *words, const int32_t *ids, int32_t lo, int32_t hi) {
+    for (int32_t r = lo; r < hi; r++) {
+        uint32_t t = (uint32_t)ids[r];
+        words[t >> 5] |= 1u << (t & 31);
+    }
+}
+
+typedef struct {
+    Py_buffer byte, depth, end, lo, ids;
+    int n;
+} Trie;
+
+/* walk(dfa, trie, pures, start, nonempty, words) -> bytes of int32 (token id, pos, state) triples.
+ * trie = (byte uint8[N], depth int32[N], end int32[N], lo int32[N + 1], sorted ids int32[R]);
+ * pures = list of uint8[N] per vocabulary slice (1: every byte below the node is in the slice);
+ * words = int32[num_words], OR-ed with the tokens consumed entirely inside the DFA.  The slice
+ * of the start state, if any, must already be OR-ed into words by the caller. */
+static PyObject *walk(PyObject *self, PyObject *args) {
+    PyObject *dfa_obj, *trie_obj, *pures;
+    long start;
+    int nonempty;
+    Py_buffer wbuf;
+    if (!PyArg_ParseTuple(args, "OO!O!lpw*", &dfa_obj, &PyTuple_Type, &trie_obj, &PyList_Type, &pures, &start,
+                          &nonempty, &wbuf))
+        return NULL;
+    uint32_t *words = (uint32_t *)wbuf.buf;
+    Py_buffer tb[5];
+    int got = 0;
+    PyObject *result = NULL;
+    Dfa d = {dfa_obj, {0}, {0}, {0}, 0};
+    Vec cands = {NULL, 0, 0};
+    Py_buffer pbuf = {0};
+    int have_pbuf = 0, pbuf_id = -1;
+    int32_t *st = NULL, *esc_pos = NULL, *esc_st = NULL;
+    uint8_t *inroot = NULL;
+    if (PyTuple_GET_SIZE(trie_obj) != 5) { PyErr_SetString(PyExc_ValueError, "trie must be a 5-tuple"); goto done; }
+    for (; got < 5; got++)
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(trie_obj, got), &tb[got], PyBUF_C_CONTIGUOUS) < 0) goto done;
+    const uint8_t *tbyte = tb[0].buf;
+    const int32_t *tdepth = tb[1].buf, *tend = tb[2].buf, *tlo = tb[3].buf, *ids = tb[4].buf;
+    const Py_ssize_t n = tb[0].len;
+    st = malloc(MAX_DEPTH * sizeof(int32_t));
+    esc_pos = malloc(MAX_DEPTH * sizeof(int32_t));
+    esc_st = malloc(MAX_DEPTH * sizeof(int32_t));
+    inroot = malloc(MAX_DEPTH);
+    if (!st || !esc_pos || !esc_st || !inroot) { PyErr_NoMemory(); goto done; }
+    if (dfa_fetch(&d) < 0) goto done;
+    if (TRANS(&d)[start * 256] == UNKNOWN && dfa_prepare(&d, start) < 0) goto done;
+    const int root_slice = SLICE(&d)[start];
+    st[0] = (int32_t)start;
+    esc_pos[0] = -1;
+    esc_st[0] = 0;
+    inroot[0] = root_slice >= 0;
+    Py_ssize_t i = 0;
+    while (i < n) {
+        const int k = tdepth[i];
+        const int32_t p = st[k - 1];
+        int32_t t = TRANS(&d)[(Py_ssize_t)p * 256 + tbyte[i]];
+        if (t == UNKNOWN) {
+            if (dfa_prepare(&d, p) < 0) goto done;
+            t = TRANS(&d)[(Py_ssize_t)p * 256 + tbyte[i]];
+        }
+        const Py_ssize_t e = tend[i];
+        if (t < 0) {
+            if (esc_pos[k - 1] >= 0)
+                for (int32_t r = tlo[i]; r < tlo[e]; r++)
+                    if (vec_push3(&cands, ids[r], esc_pos[k - 1], esc_st[k - 1]) < 0) goto done;
+            i = e;
+            continue;
+        }
+        const int in_r = inroot[k - 1] && t == start;
+        if (e == i + 1) {
+            if (!in_r) set_rows(words, ids, tlo[i], tlo[e]);
+            i = e;
+            continue;
+        }
+        if (!in_r) set_rows(words, ids, tlo[i], tlo[i + 1]);
+        if (TRANS(&d)[(Py_ssize_t)t * 256] == UNKNOWN && dfa_prepare(&d, t) < 0) goto done;
+        const int sl = SLICE(&d)[t];
+        if (sl >= 0) {
+            if (pbuf_id != sl) {
+                if (have_pbuf) { PyBuffer_Release(&pbuf); have_pbuf = 0; }
+                if (sl >= PyList_GET_SIZE(pures)) { PyErr_SetString(PyExc_IndexError, "slice id"); goto done; }
+                if (PyObject_GetBuffer(PyList_GET_ITEM(pures, sl), &pbuf, PyBUF_C_CONTIGUOUS) < 0) goto done;
+                have_pbuf = 1;
+                pbuf_id = sl;
+            }
+            if (((const uint8_t *)pbuf.buf)[i]) {
+                if (!(in_r && sl == root_slice)) set_rows(words, ids, tlo[i + 1], tlo[e]);
+                i = e;
+                continue;
+            }
+        }
+        if (k >= MAX_DEPTH) { i = e; continue; }
+        int32_t ep = esc_pos[k - 1], es = esc_st[k - 1];
+        const uint8_t f = FLAGS(&d)[t];
+        if (ep < 0 && ((f & FLAG_CALLS) || (nonempty && (f & FLAG_FINAL)))) { ep = k; es = t; }
+        st[k] = t;
+        esc_pos[k] = ep;
+        esc_st[k] = es;
+        inroot[k] = (uint8_t)in_r;
+        i++;
+    }
+    result = PyBytes_FromStringAndSize((const char *)cands.data, cands.len * (Py_ssize_t)sizeof(int32_t));
+done:
+    if (have_pbuf) PyBuffer_Release(&pbuf);
+    dfa_release(&d);
+    for (int j = 0; j < got; j++) PyBuffer_Release(&tb[j]);
+    PyBuffer_Release(&wbuf);
+    free(cands.data);
+    free(st);
+    free(esc_pos);
+    free(esc_st);
+    free(inroot);
+    return result;
+}
+
+/* run(dfa, state, data, pos) -> (state, pos): steps bytes while the state has no calls and is
+ * not final (where a pushdown configuration could branch), stopping before such a state's byte;
+ * state -1 when a byte is rejected. */
+static PyObject *run(PyObject *self, PyObject *args) {
+    PyObject *dfa_obj;
+    long s;
+    Py_buffer data;
+    Py_ssize_t pos;
+    int stop_final;
+    if (!PyArg_ParseTuple(args, "Oly*np", &dfa_obj, &s, &data, &pos, &stop_final)) return NULL;
+    Dfa d = {dfa_obj, {0}, {0}, {0}, 0};
+    const uint8_t *bytes = data.buf;
+    PyObject *result = NULL;
+    if (dfa_fetch(&d) < 0) goto done;
+    const uint8_t stop = FLAG_CALLS | (stop_final ? FLAG_FINAL : 0);
+    while (pos < data.len) {
+        if (FLAGS(&d)[s] & stop) break;
+        int32_t t = TRANS(&d)[(Py_ssize_t)s * 256 + bytes[pos]];
+        if (t == UNKNOWN) {
+            if (dfa_prepare(&d, s) < 0) goto done;
+            t = TRANS(&d)[(Py_ssize_t)s * 256 + bytes[pos]];
+        }
+        if (t < 0) { s = -1; break; }
+        s = t;
+        pos++;
+    }
+    result = Py_BuildValue("ln", s, pos);
+done:
+    dfa_release(&d);
+    PyBuffer_Release(&data);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"walk", walk, METH_VARARGS, "Walk the token trie from one DFA state (see the module source)."},
+    {"run", run, METH_VARARGS, "Step bytes through the DFA until a branching state."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_walk", "Token-trie walk and DFA byte runs.", -1, methods};
+
+PyMODINIT_FUNC PyInit__walk(void) { return PyModule_Create(&module); }

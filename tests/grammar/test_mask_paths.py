@@ -1,0 +1,119 @@
+"""The fast mask paths (C trie walk, slices, single-config shortcut) against the numpy walk and a
+brute-force mask (every token advanced through the pushdown matcher)."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import pytest
+
+import grammar
+import grammar.masks as masks
+from grammar.compiled import CompiledGrammar
+from grammar.json_schema import compile_schema_to_grammar
+from grammar.lark_frontend import lark_to_grammar
+from grammar.regex import regex_to_node
+
+needs_c = pytest.mark.skipif(not masks.uses_c_walk(), reason="C extension grammar._walk not built")
+
+ALPHABET = [b"{", b"}", b"[", b"]", b'"', b"\\", b":", b",", b" ", b"a", b"b", b"z", b"0", b"1", b"9", b"-",
+            b".", b"e", b"n", b"u", b"l", b"t", b"r", "é".encode(), "日".encode(), b"\n"]
+
+SCHEMAS = [
+    {"type": "object", "properties": {"name": {"type": "string"}, "n": {"type": "integer"}}, "required": ["name"]},
+    {"type": "array", "items": {"type": "string", "maxLength": 3}},
+    {"type": "object", "additionalProperties": {"type": "number"}},
+    {"$defs": {"t": {"type": "object", "properties": {"k": {"$ref": "#/$defs/t"}, "v": {"type": "string"}}}},
+     "$ref": "#/$defs/t"},
+    {"enum": ["alpha", "beta", 12, None]},
+    {},
+]
+LARK = 'start: "[" (item ("," item)*)? "]"\nitem: NUMBER | start\nNUMBER: /[0-9]+/'
+
+
+def _random_vocab(seed: int, size: int = 400) -> grammar.Vocabulary:
+    rng = random.Random(seed)
+    tokens: list[bytes | None] = [a for a in ALPHABET]
+    while len(tokens) < size:
+        tokens.append(b"".join(rng.choice(ALPHABET) for _ in range(rng.randint(2, 6))))
+    tokens.append(tokens[30])  # a duplicate byte string under another id
+    tokens.append(None)
+    return grammar.Vocabulary(tokens, [len(tokens)], len(tokens) + 5)
+
+
+def _brute(g: CompiledGrammar, state) -> set[int]:
+    out = {i for i, data in enumerate(g.vocab.token_bytes) if data and g.advance(state, data)}
+    if g.is_complete(state):
+        out |= set(g.vocab.eos_token_ids)
+    return out
+
+
+def _bits(words: np.ndarray, vocab: grammar.Vocabulary) -> set[int]:
+    bits = np.unpackbits(words.view(np.uint8), bitorder="little")[: vocab.vocab_size]
+    return set(np.nonzero(bits)[0].tolist())
+
+
+def _numpy_mask(g: CompiledGrammar, state, monkeypatch) -> set[int]:
+    with monkeypatch.context() as m:
+        m.setattr(masks, "_walk", None)
+        return _bits(masks.compute_mask(g.dfa, g.vocab, state, {}), g.vocab)
+
+
+def _grammars(vocab: grammar.Vocabulary) -> list[CompiledGrammar]:
+    out = [CompiledGrammar(compile_schema_to_grammar(s, ws), vocab) for s in SCHEMAS for ws in ("compact", "flexible")]
+    out.append(CompiledGrammar(lark_to_grammar(LARK), vocab))
+    out.append(CompiledGrammar(grammar.ir.Grammar({"start": regex_to_node(r"[a-z]{2,}(-[0-9]+)?")}), vocab))
+    return out
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_masks_equal_brute_force_on_random_walks(seed, monkeypatch):
+    vocab = _random_vocab(seed)
+    rng = random.Random(seed)
+    for g in _grammars(vocab):
+        m = g.matcher()
+        for _ in range(25):
+            got = grammar.unpack_bitmask(_fill(m), vocab.vocab_size)[0].nonzero().flatten().tolist()
+            want = _brute(g, m.state)
+            assert set(got) == want, (g.nfa.rule_names[0], m.state)
+            assert _numpy_mask(g, m.state, monkeypatch) == want
+            if not want or want == set(vocab.eos_token_ids):
+                break
+            tid = rng.choice(sorted(want - set(vocab.eos_token_ids)) or sorted(want))
+            assert m.accept(tid)
+
+
+def _fill(m: grammar.Matcher):
+    bitmask = grammar.allocate_bitmask(1, m.grammar.vocab)
+    m.fill_bitmask(bitmask, 0)
+    return bitmask
+
+
+@needs_c
+def test_long_string_slices_match_brute_force(monkeypatch):
+    """A state looping on the JSON string bytes takes whole slices of tokens without a walk."""
+    vocab = grammar.Vocabulary([b'"', b"ab", b"a b", b'a"', b'"}', b"x\\n", b"\xc3\xa9", b"}", b'ab",'] * 2, [18], 20)
+    g = CompiledGrammar(compile_schema_to_grammar({"type": "object", "properties": {"s": {"type": "string"}}}, "compact"), vocab)
+    m = g.matcher()
+    for data in (b"{", b'"s":', b'"', b"ab"):
+        assert m.accept_bytes(data)
+        got = set(grammar.unpack_bitmask(_fill(m), vocab.vocab_size)[0].nonzero().flatten().tolist())
+        assert got == _brute(g, m.state) == _numpy_mask(g, m.state, monkeypatch)
+    assert g.dfa.slice_of[next(iter(m.state))[1]] >= 0
+
+
+@pytest.mark.model
+@needs_c
+def test_real_tokenizer_masks_match_the_numpy_walk(smollm2_tokenizer, smollm2_vocab, bench_rows, monkeypatch):
+    eos = smollm2_vocab.eos_token_ids[0]
+    for row in bench_rows[:12]:
+        g = CompiledGrammar(compile_schema_to_grammar(row["schema"], "compact"), smollm2_vocab)
+        text = json.dumps(row["valid"][0]["data"], ensure_ascii=False, separators=(",", ":"))
+        m = g.matcher()
+        for tid in smollm2_tokenizer.encode(text, add_special_tokens=False)[:40] + [eos]:
+            words = g.mask(m.state)
+            assert _bits(words, smollm2_vocab) == _numpy_mask(g, m.state, monkeypatch), row["id"]
+            if not m.accept(tid):
+                break
