@@ -39,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--tool-parser", default=None, help="tool-call format name, or auto")
     serve.add_argument("--reasoning-parser", default=None, help="reasoning format name, or auto")
     serve.add_argument("--reasoning-field", default="reasoning_content", choices=["reasoning_content", "reasoning", "both"])
+    serve.add_argument("--grammar-compile-timeout", type=float, default=30.0, help="seconds a request's grammar may take to compile before a 400")
     serve.add_argument("--max-waiting", type=int, default=512, help="queued requests beyond the running batch before 429")
     serve.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES)
     serve.add_argument("--shutdown-timeout", type=float, default=60.0, help="seconds to drain in-flight requests")
@@ -67,6 +68,7 @@ def _engine_config(args: argparse.Namespace):
         dtype=args.dtype,
         model_impl=args.model_impl,
         num_threads=num_threads,
+        grammar_compile_timeout=args.grammar_compile_timeout,
     )
     config.validate()
     return config
