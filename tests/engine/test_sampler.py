@@ -76,3 +76,17 @@ def test_logprobs_are_of_the_raw_distribution():
     expected = torch.tensor(LOGITS).log_softmax(-1)[0]
     assert out.token_ids == [3] and abs(lp - expected[3].item()) < 1e-6
     assert top_ids == [1, 2]
+
+
+def test_temperature_sampling_follows_the_softmax():
+    """Seeded and unseeded rows both draw tokens with frequencies close to softmax(logits / T)."""
+    torch.manual_seed(1)
+    probs = torch.tensor([0.5, 0.25, 0.15, 0.1])
+    logits = (probs.log() * 2.0).repeat(8, 1)  # T = 2 recovers probs
+    counts = torch.zeros(4)
+    for step in range(400):
+        b = batch(8, temperature=torch.full((8,), 2.0), seeds=[None] * 4 + [11, 12, 13, 14], output_positions=[step] * 8)
+        for t in sample(logits.clone(), b).token_ids:
+            counts[t] += 1
+    freq = counts / counts.sum()  # 3,200 draws: standard error <= 0.009
+    assert torch.allclose(freq, probs, atol=0.035), freq
