@@ -43,7 +43,8 @@ class LLM:
     ) -> list[RequestOutput]:
         """Generates for every prompt (a string or token ids); outputs in prompt order.
 
-        Every prompt is validated before any is scheduled: a bad one raises ValueError.
+        Every prompt is validated, and every output constraint compiled, before any is
+        scheduled: a bad one raises ValueError (grammar.GrammarError for a refused schema).
         """
         if isinstance(prompts, str) or (isinstance(prompts, list) and prompts and isinstance(prompts[0], int)):
             prompts = [prompts]
@@ -53,6 +54,8 @@ class LLM:
         prompt_ids = [self._prompt_ids(p) for p in prompts]
         for ids, p in zip(prompt_ids, params_list):
             validate_request(ids, p, self.core.info.vocab_size, self.core.info.max_model_len)
+            if p.structured is not None:  # compiled here first (same process: the core's compile is a cache hit)
+                self.core.structured.check(p.structured)
         processor = OutputProcessor(self.tokenizer)
         results: dict[str, RequestOutput] = {}
         order = []

@@ -121,6 +121,10 @@ class StructuredOutputs:
             self._vocab = build_vocabulary(tokenizer, self._vocab_size, self._eos_token_ids)
         return self._vocab
 
+    def check(self, spec: StructuredSpec) -> None:
+        """Compiles `spec` now, on the caller's thread; raises what the compiler raises."""
+        compile_spec(spec, self._vocabulary())
+
     def submit(self, request) -> None:
         """Starts compiling the request's grammar on the worker thread."""
         if self._executor is None:

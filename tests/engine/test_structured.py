@@ -51,15 +51,32 @@ def test_constrained_and_free_requests_share_a_batch(llm):
     jsonschema.validate(json.loads(outs[1].text), SCHEMA)
 
 
-@pytest.mark.parametrize(
-    "spec",
-    [
-        StructuredSpec(json_schema=json.dumps({"type": "object", "properties": {"a": {"type": "strnig"}}})),
-        StructuredSpec(regex="(unclosed"),
-    ],
-)
-def test_bad_grammar_ends_the_request_with_an_error(llm, spec):
-    out = llm.generate([[5, 6, 7]], SamplingParams(max_tokens=5, structured=spec))[0]
+BAD_SPECS = [
+    StructuredSpec(json_schema=json.dumps({"type": "object", "properties": {"a": {"type": "strnig"}}})),
+    StructuredSpec(regex="(unclosed"),
+]
+
+
+@pytest.mark.parametrize("spec", BAD_SPECS)
+def test_bad_grammar_is_refused_before_scheduling(llm, spec):
+    with pytest.raises(ValueError, match="strnig|unclosed|paren|\\("):
+        llm.generate([[5, 6, 7]], SamplingParams(max_tokens=5, structured=spec))
+    ok = llm.generate([[5, 6, 7]], SamplingParams(max_tokens=3, temperature=0, ignore_eos=True))[0]
+    assert len(ok.token_ids) == 3
+
+
+@pytest.mark.parametrize("spec", BAD_SPECS)
+def test_bad_grammar_sent_to_the_core_ends_with_an_error(llm, spec):
+    """A client that skips the check still gets an error output, and the core keeps serving."""
+    from schemas.engine import EngineRequest
+
+    core = llm.core
+    assert core.add_request(EngineRequest(request_id="bad", prompt_token_ids=[5, 6, 7],
+                                          params=SamplingParams(max_tokens=5, structured=spec))) is None
+    outs = []
+    while core.has_work():
+        outs += core.step()
+    (out,) = [o for o in outs if o.request_id == "bad"]
     assert out.finish_reason == "error" and "structured output" in out.error
     ok = llm.generate([[5, 6, 7]], SamplingParams(max_tokens=3, temperature=0, ignore_eos=True))[0]
     assert len(ok.token_ids) == 3
