@@ -70,7 +70,7 @@ def test_native_and_transformers_backends_agree(tiny_model_factory, arch):
 def test_sampling_options_and_grammar_agree_with_native(tiny_llama_dir):
     native = LLM(tiny_llama_dir, model_impl="native", max_model_len=256, num_kv_blocks=64)
     hf = LLM(tiny_llama_dir, model_impl="transformers", max_model_len=256, num_kv_blocks=64)
-    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"], "additionalProperties": False}
+    schema = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 0, "maximum": 999}}, "required": ["n"], "additionalProperties": False}
     params = [
         SamplingParams(max_tokens=16, temperature=0.8, top_p=0.9, top_k=50, seed=7, ignore_eos=True),
         SamplingParams(max_tokens=16, temperature=1.0, min_p=0.05, seed=8, presence_penalty=0.5,
