@@ -144,16 +144,24 @@ class EngineCore:
         result = self.runner.execute(plan, masks)
         if masks is not None:
             masks()  # done already unless no row sampled; matchers are touched below
+        for request_id, (start, entries) in result.prompt_logprobs.items():
+            request = self.scheduler.requests.get(request_id)
+            if request is not None and request.prompt_logprobs is not None:  # recomputed after preemption: overwrite
+                request.prompt_logprobs[start : start + len(entries)] = entries
         progressed = self.scheduler.update(plan, result.token_ids)
         if self.structured.matchers:
             self._advance_matchers(progressed)
         for request in progressed:
             lp = result.logprobs.get(request.request_id)
+            prompt_lp = None
+            if request.prompt_logprobs is not None and not request.prompt_logprobs_sent:
+                prompt_lp, request.prompt_logprobs_sent = request.prompt_logprobs, True
             outputs.append(
                 EngineOutput(
                     request_id=request.request_id,
                     new_token_ids=[request.all_token_ids[-1]],
                     new_logprobs=[TokenLogprob(request.all_token_ids[-1], *lp)] if lp else None,
+                    prompt_logprobs=prompt_lp,
                     finish_reason=request.finish_reason,
                     stop_reason=request.stop_reason,
                     num_cached_tokens=max(request.num_cached_tokens, 0),

@@ -43,7 +43,8 @@ class OutputProcessor:
     def process(self, out: EngineOutput) -> tuple[RequestOutput, bool]:
         """Returns (the delta, whether a stop string ended it here so the core must abort)."""
         state = self._states[out.request_id]
-        delta = RequestOutput(out.request_id, state.prompt_token_ids, num_cached_tokens=out.num_cached_tokens)
+        delta = RequestOutput(out.request_id, state.prompt_token_ids, num_cached_tokens=out.num_cached_tokens,
+                              prompt_logprobs=out.prompt_logprobs)  # fmt: skip
         finished = out.finish_reason is not None
         texts = []
         stopped_here = False

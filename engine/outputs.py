@@ -17,6 +17,7 @@ class RequestOutput:
     token_ids: list[int] = field(default_factory=list)
     text: str = ""
     logprobs: list[TokenLogprob] | None = None
+    prompt_logprobs: list[TokenLogprob] | None = None  # prompt tokens 1..n-1 (token 0 has none)
     finished: bool = False
     finish_reason: str | None = None
     stop_reason: int | str | None = None
@@ -33,6 +34,8 @@ class RequestOutput:
         self.text += delta.text
         if delta.logprobs is not None:
             self.logprobs = (self.logprobs or []) + delta.logprobs
+        if delta.prompt_logprobs is not None:
+            self.prompt_logprobs = delta.prompt_logprobs
         self.finished = delta.finished
         self.finish_reason = delta.finish_reason
         self.stop_reason = delta.stop_reason

@@ -36,9 +36,14 @@ class Request:
     finish_reason: str | None = None
     stop_reason: int | None = None
     num_preemptions: int = 0
+    # Prompt logprobs by position (entry p scores prompt token p + 1); None when not asked for.
+    prompt_logprobs: list | None = None
+    prompt_logprobs_sent: bool = False
 
     def __post_init__(self) -> None:
         self.all_token_ids = list(self.prompt_token_ids)
+        if self.params.prompt_logprobs is not None:
+            self.prompt_logprobs = [None] * max(len(self.prompt_token_ids) - 1, 0)
 
     @property
     def num_tokens(self) -> int:

@@ -127,7 +127,7 @@ class Scheduler:
     def _admit(self, out: SchedulerOutput, scheduled: list, budget: int) -> int:
         while self.waiting and budget > 0 and len(self.running) < self.max_num_seqs:
             request = self.waiting[0]
-            if request.num_computed_tokens == 0:
+            if request.num_computed_tokens == 0 and request.prompt_logprobs is None:  # cached tokens get no logits
                 request.num_computed_tokens = self.kv.find_cached_prefix(request.request_id, request.all_token_ids)
             num_new = self._num_new(request, budget)
             new_ids = self.kv.allocate(request.request_id, request.all_token_ids, request.num_computed_tokens, num_new)

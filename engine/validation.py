@@ -39,6 +39,8 @@ def validate_request(prompt_token_ids: list[int], params: SamplingParams, vocab_
         _check(params.min_tokens <= params.max_tokens, "min_tokens", "must not exceed max_tokens")
     if params.logprobs is not None:
         _check(0 <= params.logprobs <= 20, "logprobs", f"must be in [0, 20], got {params.logprobs}")
+    if params.prompt_logprobs is not None:
+        _check(0 <= params.prompt_logprobs <= 20, "prompt_logprobs", f"must be in [0, 20], got {params.prompt_logprobs}")
     for token_id, bias in (params.logit_bias or {}).items():
         _check(0 <= token_id < vocab_size, "logit_bias", f"token id {token_id} is out of range")
         _check(-100 <= bias <= 100, "logit_bias", f"bias {bias} must be in [-100, 100]")

@@ -45,15 +45,16 @@ def _prompts(services: Services, prompt: str | list[Any]) -> list[tuple[list[int
 class ChoiceText:
     """One completion choice as it streams: text, token count, logprobs and finish reason."""
 
-    def __init__(self, echo: str, timer: TokenTimer) -> None:
+    def __init__(self, echo: str, timer: TokenTimer, prompt_ids: list[int] | None = None) -> None:
         self.echo = echo
+        self.prompt_ids = prompt_ids  # set when the echoed prompt's tokens get logprobs too
         self.text = ""
         self.offset = len(echo)
         self.timer = timer
         self.num_tokens = 0
         self.num_cached_tokens = 0
         self.finish_reason: str | None = None
-        self.logprobs = CompletionLogprobs(tokens=[], token_logprobs=[], top_logprobs=[], text_offset=[])
+        self.logprobs = _empty_logprobs()
 
     def absorb(self, services: Services, out: Any) -> tuple[str, CompletionLogprobs | None]:
         self.timer.tick(len(out.token_ids))
@@ -61,23 +62,47 @@ class ChoiceText:
         self.num_cached_tokens = max(self.num_cached_tokens, out.num_cached_tokens)
         self.text += out.text
         new = None
+        if self.prompt_ids and out.prompt_logprobs is not None:
+            new = _empty_logprobs()
+            self._add_prompt_entries(services, new, out.prompt_logprobs)
         if out.logprobs:
-            new = CompletionLogprobs(tokens=[], token_logprobs=[], top_logprobs=[], text_offset=[])
+            new = new or _empty_logprobs()
             for item in out.logprobs:
                 token = services.token_text(item.token_id)
-                new.tokens.append(token)
-                new.token_logprobs.append(item.logprob)
                 top = {services.token_text(t): lp for t, lp in zip(item.top_token_ids, item.top_logprobs)}
-                new.top_logprobs.append(top)
-                new.text_offset.append(self.offset)
+                _append(new, token, item.logprob, top, self.offset)
                 self.offset += len(token)
-            for name in ("tokens", "token_logprobs", "top_logprobs", "text_offset"):
+        if new is not None:
+            for name in CompletionLogprobs.__struct_fields__:
                 getattr(self.logprobs, name).extend(getattr(new, name))
         if out.finished:
             if out.finish_reason in ("abort", "error"):
                 raise EngineUnavailable(f"the engine ended the request ({out.finish_reason})")
             self.finish_reason = out.finish_reason
         return out.text, new
+
+    def _add_prompt_entries(self, services: Services, new: CompletionLogprobs, prompt_logprobs: list) -> None:
+        """The echoed prompt's tokens, as the legacy API shows them: the first has no logprob."""
+        offset = 0
+        first = services.token_text(self.prompt_ids[0])
+        _append(new, first, None, None, offset)
+        offset += len(first)
+        for item in prompt_logprobs:
+            token = services.token_text(item.token_id)
+            top = {services.token_text(t): lp for t, lp in zip(item.top_token_ids, item.top_logprobs)}
+            _append(new, token, item.logprob, top, offset)
+            offset += len(token)
+
+
+def _empty_logprobs() -> CompletionLogprobs:
+    return CompletionLogprobs(tokens=[], token_logprobs=[], top_logprobs=[], text_offset=[])
+
+
+def _append(lp: CompletionLogprobs, token: str, logprob: float | None, top: dict | None, offset: int) -> None:
+    lp.tokens.append(token)
+    lp.token_logprobs.append(logprob)
+    lp.top_logprobs.append(top)
+    lp.text_offset.append(offset)
 
 
 class CompletionCall:
@@ -97,13 +122,17 @@ class CompletionCall:
                 req, num_prompt_tokens=len(prompt_ids), max_model_len=info.max_model_len, vocab_size=info.vocab_size,
                 structured=self.constraint.spec if self.constraint else None,
             )
+            scored = bool(req.echo) and req.logprobs is not None  # the echoed prompt's tokens get logprobs too
+            if scored:
+                params = msgspec.structs.replace(params, prompt_logprobs=req.logprobs)
             validate(services, prompt_ids, params)
             self.num_prompt_tokens += len(prompt_ids)
             if req.echo and prompt_text is None:
                 prompt_text = services.pool.tokenizer.decode(prompt_ids)
             for p in choice_params(params, req.n or 1):
                 self.jobs.append((prompt_ids, p))
-                self.choices.append(ChoiceText(prompt_text if req.echo else "", TokenTimer(services.metrics, start)))
+                self.choices.append(ChoiceText(prompt_text if req.echo else "", TokenTimer(services.metrics, start),
+                                               prompt_ids if scored else None))  # fmt: skip
 
     def usage(self) -> Usage:
         completion = sum(c.num_tokens for c in self.choices)

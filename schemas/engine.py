@@ -39,6 +39,7 @@ class SamplingParams(msgspec.Struct, kw_only=True, omit_defaults=True):
     stop_token_ids: list[int] | None = None
     ignore_eos: bool = False
     logprobs: int | None = None
+    prompt_logprobs: int | None = None  # logprob of each prompt token (+ top-n); disables prefix-cache hits
     skip_special_tokens: bool = True
     include_stop_str_in_output: bool = False
     structured: StructuredSpec | None = None
@@ -69,6 +70,7 @@ class EngineOutput(msgspec.Struct, kw_only=True, omit_defaults=True):
     request_id: str
     new_token_ids: list[int]
     new_logprobs: list[TokenLogprob] | None = None
+    prompt_logprobs: list[TokenLogprob] | None = None  # prompt tokens 1..n-1, sent once with the first token
     finish_reason: str | None = None  # "stop" | "length" | "abort" | "error"
     stop_reason: int | None = None  # the stop token id, when one ended the request
     num_cached_tokens: int = 0

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
 from engine.runner.slots import RequestSlots
 from engine.sampler import SamplingBatch, sample
 from engine.scheduler import SchedulerOutput
+from schemas.engine import TokenLogprob
+
+PROMPT_LOGPROB_ROWS = 256  # prompt positions whose logits are materialized at once
 
 # Grammar masks for a step: request id -> [vocab] bool, or a function that waits for them.
 MaskSource = dict[str, torch.Tensor] | Callable[[], dict[str, torch.Tensor]] | None
@@ -22,6 +25,8 @@ class StepResult:
 
     token_ids: dict[str, int]
     logprobs: dict[str, tuple[float, list[int], list[float]]]
+    # request id -> (first prompt position scored, one entry per position: the next prompt token's logprob)
+    prompt_logprobs: dict[str, tuple[int, list[TokenLogprob]]] = field(default_factory=dict)
 
 
 class ModelRunner:
@@ -104,9 +109,10 @@ class ModelRunner:
         slots = [self.slots.slot_of[r] for r in plan.req_ids]
         input_ids, positions, meta, seq_lens, last_rows = self._gather(plan, torch.tensor(slots))
         hidden = self.model(input_ids, positions, self.kv_caches, meta)  # [num_tokens, hidden]
+        prompt_logprobs = self._prompt_logprobs(plan, slots, hidden)
         rows = [i for i, slot in enumerate(slots) if seq_lens[i] == self.slots.num_tokens[slot]]
         if not rows:
-            return StepResult({}, {})
+            return StepResult({}, {}, prompt_logprobs)
         logits = self.model.compute_logits(hidden[[last_rows[i] for i in rows]])  # [num_rows, vocab]
         row_slots = [slots[i] for i in rows]
         row_ids = [plan.req_ids[i] for i in rows]
@@ -121,4 +127,34 @@ class ModelRunner:
         out = sample(logits, self._sampling_batch(row_slots, mask))
         self.slots.append_tokens(row_slots, out.token_ids)
         logprobs = {r: lp for r, lp in zip(row_ids, out.logprobs) if lp is not None}
-        return StepResult(dict(zip(row_ids, out.token_ids)), logprobs)
+        return StepResult(dict(zip(row_ids, out.token_ids)), logprobs, prompt_logprobs)
+
+    def _prompt_logprobs(self, plan: SchedulerOutput, slots: list[int], hidden: torch.Tensor) -> dict:
+        """Raw logprobs of the prompt tokens this step's chunks predict, for requests that asked.
+        Logits are built PROMPT_LOGPROB_ROWS rows at a time, so a long chunk never holds
+        [chunk, vocab] floats at once."""
+        found = {}
+        start_row = 0
+        for request_id, slot, num_new, num_computed in zip(plan.req_ids, slots, plan.num_scheduled_tokens,
+                                                           plan.num_computed_tokens):  # fmt: skip
+            rows_here, start_row = start_row, start_row + num_new
+            top_n = self.slots.params[slot].prompt_logprobs
+            # Position p predicts prompt token p + 1; the last prompt position predicts the first output.
+            count = min(num_new, self.slots.num_prompt_tokens[slot] - 1 - num_computed)
+            if top_n is None or count <= 0:
+                continue
+            targets = self.slots.token_ids[slot, num_computed + 1 : num_computed + 1 + count].to(self.device)
+            entries = []
+            for lo in range(0, count, PROMPT_LOGPROB_ROWS):
+                hi = min(lo + PROMPT_LOGPROB_ROWS, count)
+                logprobs = self.model.compute_logits(hidden[rows_here + lo : rows_here + hi]).float().log_softmax(-1)
+                chosen = logprobs.gather(1, targets[lo:hi].unsqueeze(1)).squeeze(1).tolist()
+                if top_n:
+                    top_vals, top_ids = logprobs.topk(top_n, dim=-1)
+                    tops = zip(top_ids.tolist(), top_vals.tolist())
+                else:
+                    tops = (([], []) for _ in chosen)
+                entries += [TokenLogprob(t, lp, ids, vals) for t, lp, (ids, vals)
+                            in zip(targets[lo:hi].tolist(), chosen, tops)]  # fmt: skip
+            found[request_id] = (num_computed, entries)
+        return found

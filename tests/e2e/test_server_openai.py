@@ -189,3 +189,17 @@ def test_bad_schema_is_400_before_the_stream_starts(client):
                 response_format={"type": "json_schema", "json_schema": {"name": "r", "schema": bad}})
         assert err.value.status_code == 400 and "/properties/n/minimum" in err.value.message
     assert client.chat.completions.create(model="tiny", messages=MESSAGES, max_tokens=2).choices
+
+
+def test_echo_logprobs_score_the_prompt(client):
+    """lm-eval style loglikelihood: echo + logprobs returns the prompt tokens' logprobs."""
+    reply = client.completions.create(model="tiny", prompt="The quick brown fox", max_tokens=1, temperature=0,
+                                      echo=True, logprobs=1)
+    lp = reply.choices[0].logprobs
+    num_prompt = reply.usage.prompt_tokens
+    assert len(lp.tokens) == num_prompt + 1 and lp.token_logprobs[0] is None and lp.top_logprobs[0] is None
+    assert all(x <= 0 for x in lp.token_logprobs[1:])
+    assert all(len(t) == 1 and max(t.values()) >= x - 1e-5 for t, x in zip(lp.top_logprobs[1:], lp.token_logprobs[1:]))
+    again = client.completions.create(model="tiny", prompt="The quick brown fox", max_tokens=1, temperature=0,
+                                      echo=True, logprobs=1)
+    assert again.choices[0].logprobs.token_logprobs == lp.token_logprobs  # the repeat skips its prefix-cache hit and scores again

@@ -40,6 +40,7 @@ class FakeOutput:
     stop_reason: int | str | None
     num_prompt_tokens: int
     num_cached_tokens: int = 0
+    prompt_logprobs: list[TokenLogprob] | None = None
 
 
 def default_script(prompt_token_ids: list[int], params: SamplingParams) -> list[str]:
@@ -160,8 +161,13 @@ class FakeLLM:
             if reason is None and i == len(pieces) - 1:
                 reason = "stop"
             logprobs = self._logprobs(token_ids, params)
+            prompt_logprobs = None
+            if i == 0 and params.prompt_logprobs is not None:  # prompt token p scores -p/10, p >= 1
+                k = params.prompt_logprobs
+                prompt_logprobs = [TokenLogprob(t, -p / 10, [t, *range(1, k)][:k], [-p / 10, *[-9.0] * (k - 1)][:k])
+                                   for p, t in enumerate(prompt_token_ids[1:], start=1)]  # fmt: skip
             yield FakeOutput(token_ids, piece, logprobs, reason is not None, reason, stop_reason,
-                             len(prompt_token_ids), 0)
+                             len(prompt_token_ids), 0, prompt_logprobs)
             if reason is not None:
                 return
 

@@ -32,14 +32,27 @@ async def test_completion_prompt_lists_and_token_ids(client):
 
 
 async def test_completion_echo_and_logprobs(client):
-    payload = {"prompt": "Once", "echo": True, "logprobs": 1, "max_tokens": 3}
+    """Legacy scoring: the echoed prompt's tokens come first, the first without a logprob."""
+    payload = {"prompt": "Once upon", "echo": True, "logprobs": 1, "max_tokens": 3}
     body = await (await client.post("/v1/completions", json=payload)).json()
     choice = body["choices"][0]
-    assert choice["text"].startswith("Once") and choice["finish_reason"] == "length"
+    assert choice["text"].startswith("Once upon") and choice["finish_reason"] == "length"
+    prompt_ids = client.fakes[0].requests[-1][1]
+    assert client.fakes[0].requests[-1][2].prompt_logprobs == 1
+    n = len(prompt_ids)
     logprobs = choice["logprobs"]
-    assert "".join(logprobs["tokens"]) == choice["text"][len("Once"):]
-    assert logprobs["text_offset"][0] == len("Once")
-    assert all(len(top) == 1 for top in logprobs["top_logprobs"])
+    assert "".join(logprobs["tokens"][:n]).strip() == "Once upon"
+    assert "".join(logprobs["tokens"][n:]) == choice["text"][len("Once upon"):]
+    assert logprobs["token_logprobs"][:n] == [None] + [-p / 10 for p in range(1, n)]
+    assert logprobs["top_logprobs"][0] is None and all(len(t) == 1 for t in logprobs["top_logprobs"][1:])
+    assert logprobs["text_offset"][0] == 0 and logprobs["text_offset"][n] == len("Once upon")
+    assert logprobs["text_offset"][:n] == sorted(logprobs["text_offset"][:n])
+    streamed = await read_events(await client.post("/v1/completions", json={**payload, "stream": True}))
+    tokens = [t for c in streamed[:-1] if c["choices"][0]["logprobs"] for t in c["choices"][0]["logprobs"]["tokens"]]
+    assert tokens == logprobs["tokens"]
+    plain = {"prompt": "Once upon", "logprobs": 1, "max_tokens": 3}
+    await client.post("/v1/completions", json=plain)
+    assert client.fakes[0].requests[-1][2].prompt_logprobs is None  # no echo: nothing to score
 
 
 async def test_completion_stream(client):
