@@ -72,6 +72,7 @@ class EngineCore:
                                   self.info.eos_token_ids, device, dtype)  # fmt: skip
         self.structured = StructuredOutputs(self.info.path, self.info.vocab_size, self.info.eos_token_ids,
                                             config.grammar_compile_timeout)  # fmt: skip
+        self.structured.warm()
         self.num_prompt_tokens = 0
         self.num_generation_tokens = 0
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -110,16 +111,27 @@ class StructuredOutputs:
         self._vocab = None
         self._executor: ThreadPoolExecutor | None = None
         self._mask_executor: ThreadPoolExecutor | None = None
+        self._vocab_lock = threading.Lock()
         self.pending: list[_Pending] = []
         self.matchers: dict[str, object] = {}
 
     def _vocabulary(self):
-        if self._vocab is None:
-            from transformers import AutoTokenizer
+        with self._vocab_lock:  # built once, by whichever thread asks first
+            if self._vocab is None:
+                from transformers import AutoTokenizer
 
-            tokenizer = AutoTokenizer.from_pretrained(self._folder)
-            self._vocab = build_vocabulary(tokenizer, self._vocab_size, self._eos_token_ids)
-        return self._vocab
+                tokenizer = AutoTokenizer.from_pretrained(self._folder)
+                self._vocab = build_vocabulary(tokenizer, self._vocab_size, self._eos_token_ids)
+            return self._vocab
+
+    def _compile_executor(self) -> ThreadPoolExecutor:
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="grammar-compile")
+        return self._executor
+
+    def warm(self) -> None:
+        """Builds the vocabulary on the compile thread now, so the first constrained request does not wait for it."""
+        self._compile_executor().submit(self._vocabulary)
 
     def check(self, spec: StructuredSpec) -> None:
         """Compiles `spec` now, on the caller's thread; raises what the compiler raises."""
@@ -127,10 +139,8 @@ class StructuredOutputs:
 
     def submit(self, request) -> None:
         """Starts compiling the request's grammar on the worker thread."""
-        if self._executor is None:
-            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="grammar-compile")
         spec = request.params.structured
-        future = self._executor.submit(lambda: compile_spec(spec, self._vocabulary()))
+        future = self._compile_executor().submit(lambda: compile_spec(spec, self._vocabulary()))
         self.pending.append(_Pending(request, future, time.monotonic() + self._timeout))
 
     def poll(self) -> tuple[list, list[tuple[object, str]]]:
