@@ -44,6 +44,8 @@ def compile_spec(spec: StructuredSpec, vocab):
         return grammar.compile_choice(list(spec.choice), vocab)
     if spec.lark is not None:
         return grammar.compile_lark(spec.lark, vocab)
+    if spec.gbnf is not None:
+        return grammar.compile_gbnf(spec.gbnf, vocab)
     if spec.structural_tag is not None:
         return grammar.compile_structural_tag(json.loads(spec.structural_tag), vocab)
     raise ValueError("structured output spec sets no constraint")

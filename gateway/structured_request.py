@@ -123,8 +123,9 @@ def from_structured_outputs(options: dict[str, Any] | None) -> Constraint | None
         spec = StructuredSpec(choice=list(value))
     elif kind == "grammar":
         if not isinstance(value, str):
-            raise bad_request(f"{param}.grammar must be a string (Lark EBNF)", param)
-        spec = StructuredSpec(lark=value)
+            raise bad_request(f"{param}.grammar must be a string (GBNF or Lark)", param)
+        # GBNF (llama.cpp, xgrammar's EBNF) defines rules with `::=`; Lark with `:`.
+        spec = StructuredSpec(gbnf=value) if "::=" in value else StructuredSpec(lark=value)
     else:
         fmt = json.loads(_schema_text(value, f"{param}.structural_tag")) if isinstance(value, str) else value
         if not isinstance(fmt, dict):

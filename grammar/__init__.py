@@ -4,6 +4,7 @@ Usage (the engine and tests call exactly this)::
 
     vocab = grammar.Vocabulary.from_tokenizer(hf_tokenizer, vocab_size=None)
     g = grammar.compile_json_schema(schema, vocab, whitespace="compact")   # or "flexible"
+    # also compile_lark (Lark EBNF), compile_gbnf (llama.cpp GBNF), compile_regex, compile_choice
     m = g.matcher()
     bitmask = grammar.allocate_bitmask(batch_size, vocab)   # int32 [batch, ceil(V / 32)]
     m.fill_bitmask(bitmask, row); grammar.apply_bitmask(logits, bitmask)
@@ -37,7 +38,7 @@ from grammar.vocab import Vocabulary
 
 __all__ = [
     "CompiledGrammar", "GrammarError", "Matcher", "Vocabulary", "allocate_bitmask", "apply_bitmask",
-    "compile_choice", "compile_json_schema", "compile_lark", "compile_regex", "compile_structural_tag",
+    "compile_choice", "compile_gbnf", "compile_json_schema", "compile_lark", "compile_regex", "compile_structural_tag",
     "unpack_bitmask",
 ]
 MAX_CACHED_GRAMMARS = 256
@@ -79,6 +80,13 @@ def compile_lark(text: str, vocab: Vocabulary) -> CompiledGrammar:
     from grammar.lark_frontend import lark_to_grammar
 
     return _cached(vocab, ("lark", text), lambda: lark_to_grammar(text))
+
+
+def compile_gbnf(text: str, vocab: Vocabulary) -> CompiledGrammar:
+    """A grammar from GBNF text (llama.cpp / xgrammar EBNF, start rule `root`)."""
+    from grammar.gbnf_frontend import gbnf_to_grammar
+
+    return _cached(vocab, ("gbnf", text), lambda: gbnf_to_grammar(text))
 
 
 def compile_structural_tag(spec: dict[str, Any], vocab: Vocabulary) -> CompiledGrammar:

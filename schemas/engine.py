@@ -17,6 +17,7 @@ class StructuredSpec(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=Tr
     regex: str | None = None
     choice: list[str] | None = None
     lark: str | None = None
+    gbnf: str | None = None  # llama.cpp / xgrammar EBNF, start rule `root`
     structural_tag: str | None = None
     whitespace: str = "compact"
 

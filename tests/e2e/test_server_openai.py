@@ -203,3 +203,13 @@ def test_echo_logprobs_score_the_prompt(client):
     again = client.completions.create(model="tiny", prompt="The quick brown fox", max_tokens=1, temperature=0,
                                       echo=True, logprobs=1)
     assert again.choices[0].logprobs.token_logprobs == lp.token_logprobs  # the repeat skips its prefix-cache hit and scores again
+
+
+def test_structured_outputs_gbnf_grammar(client):
+    gbnf = 'root ::= "id-" [0-9]{3} ("-" [a-z]+)?'
+    import re
+
+    for seed in range(2):
+        text = client.chat.completions.create(model="tiny", messages=MESSAGES, max_tokens=20, temperature=1.0,
+                                              seed=seed, extra_body={"structured_outputs": {"grammar": gbnf}})
+        assert re.fullmatch("id-[0-9]{3}(-[a-z]+)?", text.choices[0].message.content)

@@ -44,6 +44,7 @@ async def test_structured_outputs_kinds_become_engine_specs(client, path):
         ({"regex": "[a-z]+"}, "regex"),
         ({"choice": ["yes", "no"]}, "choice"),
         ({"grammar": 'start: "a" | "b"'}, "lark"),
+        ({"grammar": 'root ::= "a" | "b"'}, "gbnf"),
         ({"json_object": True}, "json_object"),
     ]
     for options, field in cases:
