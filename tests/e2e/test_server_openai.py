@@ -80,7 +80,8 @@ def test_completions(client, server):
                                      echo=True, logprobs=2)
     choice = full.choices[0]
     assert choice.text.startswith("The quick brown")
-    assert len(choice.logprobs.tokens) == full.usage.completion_tokens
+    usage = full.usage  # echo + logprobs: the prompt's tokens are listed (and scored) first
+    assert len(choice.logprobs.tokens) == usage.prompt_tokens + usage.completion_tokens
     many = client.completions.create(model="tiny", prompt=["Hello", "World"], max_tokens=4, temperature=0)
     assert [c.index for c in many.choices] == [0, 1]
     ids = client.completions.create(model="tiny", prompt=[[5, 6, 7], [8, 9]], max_tokens=4, temperature=0, n=2)
