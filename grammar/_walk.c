@@ -13,13 +13,14 @@
 #include <string.h>
 
 #define UNKNOWN (-2)
+#define SLICE_UNKNOWN (-2)
 #define FLAG_CALLS 1
 #define FLAG_FINAL 2
 #define MAX_DEPTH 4096
 
 typedef struct {
     PyObject *dfa;
-    Py_buffer trans, flags, slice_of;
+    Py_buffer trans, flags, slice_of, absorb;
     int held;
 } Dfa;
 
@@ -28,6 +29,7 @@ static void dfa_release(Dfa *d) {
         PyBuffer_Release(&d->trans);
         PyBuffer_Release(&d->flags);
         PyBuffer_Release(&d->slice_of);
+        PyBuffer_Release(&d->absorb);
         d->held = 0;
     }
 }
@@ -47,6 +49,9 @@ static int dfa_fetch(Dfa *d) {
     if (get_buf(d->dfa, "slice_of", &d->slice_of, 0) < 0) {
         PyBuffer_Release(&d->trans); PyBuffer_Release(&d->flags); return -1;
     }
+    if (get_buf(d->dfa, "absorb", &d->absorb, 0) < 0) {
+        PyBuffer_Release(&d->trans); PyBuffer_Release(&d->flags); PyBuffer_Release(&d->slice_of); return -1;
+    }
     d->held = 1;
     return 0;
 }
@@ -63,6 +68,7 @@ static int dfa_prepare(Dfa *d, long s) {
 #define TRANS(d) ((const int32_t *)(d)->trans.buf)
 #define FLAGS(d) ((const uint8_t *)(d)->flags.buf)
 #define SLICE(d) ((const int16_t *)(d)->slice_of.buf)
+#define ABSORB(d) ((const int32_t *)(d)->absorb.buf)
 
 typedef struct {
     int32_t *data;
@@ -90,52 +96,85 @@ static inline void set_rows(uint32_t *words, const int32_t *ids, int32_t lo, int
     }
 }
 
-typedef struct {
-    Py_buffer byte, depth, end, lo, ids;
-    int n;
-} Trie;
 
-/* walk(dfa, trie, pures, start, nonempty, words) -> bytes of int32 (token id, pos, state) triples.
- * trie = (byte uint8[N], depth int32[N], end int32[N], lo int32[N + 1], sorted ids int32[R]);
- * pures = list of uint8[N] per vocabulary slice (1: every byte below the node is in the slice);
- * words = int32[num_words], OR-ed with the tokens consumed entirely inside the DFA.  The slice
- * of the start state, if any, must already be OR-ed into words by the caller. */
+/* Pure-slice buffer of one slice id, fetched on first use. */
+typedef struct {
+    Py_buffer buf;
+    int id;
+} Pure;
+
+static const uint8_t *pure_get(Pure *p, PyObject *pures, int sl) {
+    if (p->id == sl) return p->buf.buf;
+    if (p->id >= 0) { PyBuffer_Release(&p->buf); p->id = -1; }
+    if (sl >= PyList_GET_SIZE(pures)) { PyErr_SetString(PyExc_IndexError, "slice id"); return NULL; }
+    if (PyObject_GetBuffer(PyList_GET_ITEM(pures, sl), &p->buf, PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    p->id = sl;
+    return p->buf.buf;
+}
+
+/* walk(dfa, trie, pures, start, nonempty, words, root_absorb, root_set, root_pure, first_set,
+ *      text_set, text_pure) -> int32 triples
+ * (token id, byte position, DFA state) of the tokens to check against the stack.
+ * trie = (byte uint8[N], depth int32[N], end int32[N], lo int32[N + 1], sorted ids int32[R],
+ * height int32[N]); pures = list of uint8[N] per vocabulary slice (1: every byte below the node
+ * is in the slice); words = int32[num_words], OR-ed with the tokens consumed entirely inside the
+ * DFA. When the start state has a slice (root_absorb > 0; root_set = its bytes, uint8[256];
+ * root_pure = its uint8[N] subtree flags from a character boundary), the caller has OR-ed that
+ * slice's tokens of at most root_absorb bytes into words, and subtrees made only of them are
+ * skipped.  Likewise for tokens whose first byte is in first_set and whose rest is string text
+ * (bytes of text_set, subtree flags text_pure). */
 static PyObject *walk(PyObject *self, PyObject *args) {
     PyObject *dfa_obj, *trie_obj, *pures;
-    long start;
+    long start, root_absorb;
     int nonempty;
-    Py_buffer wbuf;
-    if (!PyArg_ParseTuple(args, "OO!O!lpw*", &dfa_obj, &PyTuple_Type, &trie_obj, &PyList_Type, &pures, &start,
-                          &nonempty, &wbuf))
+    Py_buffer wbuf, rset, rpbuf, fcbuf, fmbuf, fpbuf;
+    if (!PyArg_ParseTuple(args, "OO!O!lpw*ly*y*y*y*y*", &dfa_obj, &PyTuple_Type, &trie_obj, &PyList_Type, &pures,
+                          &start, &nonempty, &wbuf, &root_absorb, &rset, &rpbuf, &fcbuf, &fmbuf, &fpbuf))
         return NULL;
+    if (rset.len != 256 || fcbuf.len != 256 || fmbuf.len != 256) {
+        PyBuffer_Release(&wbuf); PyBuffer_Release(&rset); PyBuffer_Release(&rpbuf);
+        PyBuffer_Release(&fcbuf); PyBuffer_Release(&fmbuf); PyBuffer_Release(&fpbuf);
+        PyErr_SetString(PyExc_ValueError, "byte sets must have 256 bytes");
+        return NULL;
+    }
+    const uint8_t *fc = fcbuf.buf, *fm = fmbuf.buf, *fpure = fpbuf.buf;
     uint32_t *words = (uint32_t *)wbuf.buf;
-    Py_buffer tb[5];
+    Py_buffer tb[6];
     int got = 0;
     PyObject *result = NULL;
-    Dfa d = {dfa_obj, {0}, {0}, {0}, 0};
+    Dfa d = {dfa_obj, {0}, {0}, {0}, {0}, 0};
     Vec cands = {NULL, 0, 0};
-    Py_buffer pbuf = {0};
-    int have_pbuf = 0, pbuf_id = -1;
+    Pure pure = {{0}, -1};
     int32_t *st = NULL, *esc_pos = NULL, *esc_st = NULL;
-    uint8_t *inroot = NULL;
-    if (PyTuple_GET_SIZE(trie_obj) != 5) { PyErr_SetString(PyExc_ValueError, "trie must be a 5-tuple"); goto done; }
-    for (; got < 5; got++)
+    uint8_t *inroot = NULL, *infc = NULL;
+    if (PyTuple_GET_SIZE(trie_obj) != 6) { PyErr_SetString(PyExc_ValueError, "trie must be a 6-tuple"); goto done; }
+    for (; got < 6; got++)
         if (PyObject_GetBuffer(PyTuple_GET_ITEM(trie_obj, got), &tb[got], PyBUF_C_CONTIGUOUS) < 0) goto done;
     const uint8_t *tbyte = tb[0].buf;
-    const int32_t *tdepth = tb[1].buf, *tend = tb[2].buf, *tlo = tb[3].buf, *ids = tb[4].buf;
+    const int32_t *tdepth = tb[1].buf, *tend = tb[2].buf, *tlo = tb[3].buf, *ids = tb[4].buf, *theight = tb[5].buf;
     const Py_ssize_t n = tb[0].len;
     st = malloc(MAX_DEPTH * sizeof(int32_t));
     esc_pos = malloc(MAX_DEPTH * sizeof(int32_t));
     esc_st = malloc(MAX_DEPTH * sizeof(int32_t));
     inroot = malloc(MAX_DEPTH);
-    if (!st || !esc_pos || !esc_st || !inroot) { PyErr_NoMemory(); goto done; }
+    infc = malloc(MAX_DEPTH);
+    if (!st || !esc_pos || !esc_st || !inroot || !infc) { PyErr_NoMemory(); goto done; }
+    if (fpbuf.len < n) { PyErr_SetString(PyExc_ValueError, "first-byte pure flags too short"); goto done; }
     if (dfa_fetch(&d) < 0) goto done;
-    if (TRANS(&d)[start * 256] == UNKNOWN && dfa_prepare(&d, start) < 0) goto done;
-    const int root_slice = SLICE(&d)[start];
+    if (SLICE(&d)[start] == SLICE_UNKNOWN && dfa_prepare(&d, start) < 0) goto done;
+    const int root_slice = root_absorb > 0 ? SLICE(&d)[start] : -1;
+    uint8_t root_set[256] = {0};
+    const uint8_t *rpure = NULL;
+    if (root_slice >= 0) {
+        if (rpbuf.len < n) { PyErr_SetString(PyExc_ValueError, "root_pure too short"); goto done; }
+        rpure = rpbuf.buf;
+        memcpy(root_set, rset.buf, 256);
+    }
     st[0] = (int32_t)start;
     esc_pos[0] = -1;
     esc_st[0] = 0;
     inroot[0] = root_slice >= 0;
+    infc[0] = 0;
     Py_ssize_t i = 0;
     while (i < n) {
         const int k = tdepth[i];
@@ -153,25 +192,24 @@ static PyObject *walk(PyObject *self, PyObject *args) {
             i = e;
             continue;
         }
-        const int in_r = inroot[k - 1] && t == start;
+        const int in_r = inroot[k - 1] && root_set[tbyte[i]];
         if (e == i + 1) {
-            if (!in_r) set_rows(words, ids, tlo[i], tlo[e]);
+            set_rows(words, ids, tlo[i], tlo[e]);
             i = e;
             continue;
         }
-        if (!in_r) set_rows(words, ids, tlo[i], tlo[i + 1]);
-        if (TRANS(&d)[(Py_ssize_t)t * 256] == UNKNOWN && dfa_prepare(&d, t) < 0) goto done;
+        set_rows(words, ids, tlo[i], tlo[i + 1]);
+        if (in_r && rpure[i] && k + theight[i] <= root_absorb) { i = e; continue; }  /* all in words */
+        /* first byte from fc, the rest string text: the caller OR-ed these too */
+        const int in_fc = k == 1 ? fc[tbyte[i]] : infc[k - 1] && fm[tbyte[i]];
+        if (in_fc && fpure[i]) { i = e; continue; }
+        if (SLICE(&d)[t] == SLICE_UNKNOWN && dfa_prepare(&d, t) < 0) goto done;
         const int sl = SLICE(&d)[t];
-        if (sl >= 0) {
-            if (pbuf_id != sl) {
-                if (have_pbuf) { PyBuffer_Release(&pbuf); have_pbuf = 0; }
-                if (sl >= PyList_GET_SIZE(pures)) { PyErr_SetString(PyExc_IndexError, "slice id"); goto done; }
-                if (PyObject_GetBuffer(PyList_GET_ITEM(pures, sl), &pbuf, PyBUF_C_CONTIGUOUS) < 0) goto done;
-                have_pbuf = 1;
-                pbuf_id = sl;
-            }
-            if (((const uint8_t *)pbuf.buf)[i]) {
-                if (!(in_r && sl == root_slice)) set_rows(words, ids, tlo[i + 1], tlo[e]);
+        if (sl >= 0 && theight[i] <= ABSORB(&d)[t]) {
+            const uint8_t *pu = pure_get(&pure, pures, sl);
+            if (!pu) goto done;
+            if (pu[i]) {
+                set_rows(words, ids, tlo[i + 1], tlo[e]);
                 i = e;
                 continue;
             }
@@ -184,14 +222,21 @@ static PyObject *walk(PyObject *self, PyObject *args) {
         esc_pos[k] = ep;
         esc_st[k] = es;
         inroot[k] = (uint8_t)in_r;
+        infc[k] = (uint8_t)in_fc;
         i++;
     }
     result = PyBytes_FromStringAndSize((const char *)cands.data, cands.len * (Py_ssize_t)sizeof(int32_t));
 done:
-    if (have_pbuf) PyBuffer_Release(&pbuf);
+    if (pure.id >= 0) PyBuffer_Release(&pure.buf);
     dfa_release(&d);
     for (int j = 0; j < got; j++) PyBuffer_Release(&tb[j]);
     PyBuffer_Release(&wbuf);
+    PyBuffer_Release(&rset);
+    PyBuffer_Release(&rpbuf);
+    PyBuffer_Release(&fcbuf);
+    PyBuffer_Release(&fmbuf);
+    PyBuffer_Release(&fpbuf);
+    free(infc);
     free(cands.data);
     free(st);
     free(esc_pos);
@@ -210,7 +255,7 @@ static PyObject *run(PyObject *self, PyObject *args) {
     Py_ssize_t pos;
     int stop_final;
     if (!PyArg_ParseTuple(args, "Oly*np", &dfa_obj, &s, &data, &pos, &stop_final)) return NULL;
-    Dfa d = {dfa_obj, {0}, {0}, {0}, 0};
+    Dfa d = {dfa_obj, {0}, {0}, {0}, {0}, 0};
     const uint8_t *bytes = data.buf;
     PyObject *result = NULL;
     if (dfa_fetch(&d) < 0) goto done;

@@ -18,6 +18,9 @@ if TYPE_CHECKING:
     from grammar.matcher import Matcher
 
 MAX_CACHED_MASKS = 20_000
+# A bounded run (e.g. a string with maxLength) is followed this many bytes ahead to size its
+# slice: each byte costs a DFA row, and longer tokens are few (the walk checks them one by one).
+MAX_ABSORB = 16
 
 
 class CompiledGrammar:
@@ -31,7 +34,8 @@ class CompiledGrammar:
     def __init__(self, grammar: Grammar, vocab: Vocabulary) -> None:
         self.vocab = vocab
         self.nfa = build_nfa(grammar)
-        self.dfa = LazyDfa(self.nfa, self._slice_id if uses_c_walk() else None)
+        self.dfa = LazyDfa(self.nfa, self._slice_id if uses_c_walk() else None, min(vocab.max_len, MAX_ABSORB))
+        self.dfa.utf8_upgrade = (0, vocab.utf8_text_slice)
         self.initial: States = frozenset((((), self.dfa.rule_start[0]),))
         self.lock = threading.RLock()
         self._state_masks: dict[tuple[int, bool], StateMask] = {}
@@ -39,8 +43,7 @@ class CompiledGrammar:
         self._complete: dict[States, bool] = {}
 
     def _slice_id(self, in_set: np.ndarray) -> int:
-        sl = self.vocab.slice_for(in_set)
-        return -1 if sl is None else sl.id
+        return self.vocab.canonical_slice(in_set)
 
     def matcher(self) -> "Matcher":
         from grammar.matcher import Matcher

@@ -7,12 +7,16 @@ from typing import Callable
 import numpy as np
 
 from grammar.nfa import Nfa
+from grammar.slices import UTF8_SEQUENCES
 
 UNKNOWN = -2
 DEAD = -1
 FLAG_CALLS = 1
 FLAG_FINAL = 2
-MIN_LOOP_BYTES = 8  # a state looping on fewer bytes gets no token slice
+MIN_SLICE_BYTES = 32  # a state sending fewer bytes to one target gets no token slice
+NO_SLICE = -1
+SLICE_UNKNOWN = -2
+UNBOUNDED = 1 << 30  # absorb length of a state looping on its slice
 
 
 class LazyDfa:
@@ -22,9 +26,11 @@ class LazyDfa:
     grammar's lock.
     """
 
-    def __init__(self, nfa: Nfa, slicer: Callable[[np.ndarray], int] | None = None) -> None:
+    def __init__(self, nfa: Nfa, slicer: Callable[[np.ndarray], int] | None = None, max_absorb: int = 64) -> None:
         self.nfa = nfa
-        self.slicer = slicer  # loop byte set -> vocabulary slice id (-1: none)
+        self.slicer = slicer  # byte set -> vocabulary slice id (-1: none)
+        self.max_absorb = max_absorb  # longest token: absorb lengths are only needed up to it
+        self.utf8_upgrade: tuple[int, int] | None = None  # (ASCII slice, same + UTF-8 slice) ids
         self.sets: list[frozenset[int]] = []
         self.index: dict[frozenset[int], int] = {}
         self.trans = np.full((64, 256), UNKNOWN, dtype=np.int32)  # [cap, 256]
@@ -33,11 +39,18 @@ class LazyDfa:
         self.loops: dict[int, np.ndarray | None] = {}  # dstate -> bytes looping back to it
         self.has_loop = np.full(64, -1, dtype=np.int8)  # [cap]: -1 unknown, 0 / 1
         self.flags = np.zeros(64, dtype=np.uint8)  # [cap] FLAG_CALLS | FLAG_FINAL (read by the C walk)
-        self.slice_of = np.full(64, -1, dtype=np.int16)  # [cap] slice id, valid once the row is filled
-        self.calls: list[tuple[tuple[int, int], ...]] = []  # (rule, return dstate) per dstate
+        # Token slices (read by the C walk; filled by `prepare`): the slice of the byte set that
+        # sends a state to one target, and how many bytes of it the state surely absorbs.
+        self.slice_of = np.full(64, SLICE_UNKNOWN, dtype=np.int16)  # [cap]
+        self.absorb = np.zeros(64, dtype=np.int32)  # [cap]
+        self._slice_next: dict[int, tuple[int, int]] = {}  # dstate -> (slice id, target)
+        self._dominant: dict[int, int] = {}  # dstate -> target of at least MIN_SLICE_BYTES bytes
+        self._calls: list[tuple[tuple[int, int], ...] | None] = []  # (rule, return dstate) per dstate
+        self._call_rets: dict[int, dict[int, list[int]]] = {}  # dstate -> rule -> NFA return states
         self.final_states = frozenset(nfa.rule_final)
         self._closure: dict[int, frozenset[int]] = {}
         self._targets: dict[frozenset[int], int] = {}
+        self._singles: dict[int, int] = {}  # NFA state -> dstate of its closure
         self.rule_start = [self.state_of(self.closure((s,))) for s in nfa.rule_start]
 
     def closure(self, states: tuple[int, ...] | frozenset[int]) -> frozenset[int]:
@@ -78,12 +91,22 @@ class LazyDfa:
         for s in states:
             for rule, ret in self.nfa.calls[s]:
                 groups.setdefault(rule, []).append(ret)
-        self.calls.append(tuple((r, -1) for r in groups))
+        self._calls.append(None if groups else ())
         if groups:
             self.has_calls[d] = True
             self.flags[d] |= FLAG_CALLS
-            self.calls[d] = tuple((r, self.state_of(self.closure(tuple(rets)))) for r, rets in groups.items())
+            self._call_rets[d] = groups
         return d
+
+    def calls(self, d: int) -> tuple[tuple[int, int], ...]:
+        """(rule, return dstate) pairs of d; return states are built on first use (a long chain
+        of calls, e.g. a hoisted repeat, would otherwise be determinized all at once)."""
+        out = self._calls[d]
+        if out is None:
+            groups = self._call_rets.pop(d)
+            out = tuple((r, self.state_of(self.closure(tuple(rets)))) for r, rets in groups.items())
+            self._calls[d] = out
+        return out
 
     def _grow(self) -> None:
         cap = len(self.is_final) * 2
@@ -94,12 +117,87 @@ class LazyDfa:
         self.has_calls = np.concatenate([self.has_calls, np.zeros(cap - len(self.has_calls), dtype=bool)])
         self.has_loop = np.concatenate([self.has_loop, np.full(cap - len(self.has_loop), -1, dtype=np.int8)])
         self.flags = np.concatenate([self.flags, np.zeros(cap - len(self.flags), dtype=np.uint8)])
-        self.slice_of = np.concatenate([self.slice_of, np.full(cap - len(self.slice_of), -1, dtype=np.int16)])
+        self.slice_of = np.concatenate([self.slice_of, np.full(cap - len(self.slice_of), SLICE_UNKNOWN, dtype=np.int16)])
+        self.absorb = np.concatenate([self.absorb, np.zeros(cap - len(self.absorb), dtype=np.int32)])
 
     def prepare(self, d: int) -> None:
-        """Fill row d and its slice id (called by the C walk on an unknown row)."""
+        """Fill row d, its slice id and absorb length (called by the C walk when unknown)."""
         if self.trans[d, 0] == UNKNOWN:
             self.compute_row(d)
+        if self.slice_of[d] == SLICE_UNKNOWN:
+            self._compute_absorb(d)
+
+    def _slice_step(self, d: int) -> tuple[int, int]:
+        """(slice id, target): a vocabulary slice whose bytes all lead from d to one target."""
+        hit = self._slice_next.get(d)
+        if hit is not None:
+            return hit
+        if self.trans[d, 0] == UNKNOWN:
+            self.compute_row(d)
+        out = (NO_SLICE, DEAD)
+        target = self._dominant.get(d)
+        if self.slicer is not None and target is not None:
+            out = (self.slicer(self.trans[d] == target), target)
+        self._slice_next[d] = out
+        return out
+
+    def _compute_absorb(self, d: int) -> None:
+        """Every string of the slice's bytes up to `absorb[d]` long is accepted from d: follow
+        the single target while it keeps the same slice (a loop: unbounded)."""
+        sid, nxt = self._slice_step(d)
+        steps = 0
+        if sid >= 0:
+            seen = {d}
+            cur = nxt
+            steps = 1
+            while steps < self.max_absorb:
+                if cur in seen:
+                    steps = UNBOUNDED
+                    break
+                if self.slice_of[cur] == sid:  # already known
+                    steps = min(UNBOUNDED, steps + int(self.absorb[cur]))
+                    break
+                csid, cnxt = self._slice_step(cur)
+                if csid != sid:
+                    break
+                seen.add(cur)
+                cur = cnxt
+                steps += 1
+        self.absorb[d] = steps
+        self.slice_of[d] = sid if steps else NO_SLICE  # set first: the check below may come back to d
+        if steps == UNBOUNDED and self.utf8_upgrade is not None and sid == self.utf8_upgrade[0]:
+            if self._utf8_to(d, nxt) and (nxt == d or self.slice_id(nxt) == self.utf8_upgrade[1]):
+                self.slice_of[d] = self.utf8_upgrade[1]
+
+    def slice_id(self, d: int) -> int:
+        """The slice of d (computed on first use)."""
+        if self.slice_of[d] == SLICE_UNKNOWN:
+            self.prepare(d)
+        return int(self.slice_of[d])
+
+    def dominant_target(self, d: int) -> int | None:
+        """The state that at least MIN_SLICE_BYTES bytes lead to from d, if any."""
+        if self.trans[d, 0] == UNKNOWN:
+            self.compute_row(d)
+        return self._dominant.get(d)
+
+    def _utf8_to(self, d: int, target: int) -> bool:
+        """True when every complete multi-byte UTF-8 character leads from d to `target`."""
+        for seq in UTF8_SEQUENCES:
+            cur = {d}
+            for lo, hi in seq:
+                nxt: set[int] = set()
+                for s in cur:
+                    if self.trans[s, 0] == UNKNOWN:
+                        self.compute_row(s)
+                    vals = self.trans[s, lo : hi + 1]
+                    if (vals < 0).any():
+                        return False
+                    nxt.update(np.unique(vals).tolist())
+                cur = nxt
+            if cur != {target}:
+                return False
+        return True
 
     def _target(self, key: frozenset[int]) -> int:
         t = self._targets.get(key)
@@ -108,30 +206,70 @@ class LazyDfa:
             self._targets[key] = t
         return t
 
-    def compute_row(self, d: int) -> None:
-        """Fill trans[d, :] for all 256 bytes (one closure per distinct target set), then the
-        state's token slice."""
-        edges = [e for s in self.sets[d] for e in self.nfa.byte_edges[s]]
-        edges.sort()
-        row = np.full(256, DEAD, dtype=np.int32)
-        if all(edges[k][1] < edges[k + 1][0] for k in range(len(edges) - 1)):
-            for lo, hi, t in edges:  # disjoint ranges: one NFA target each
-                row[lo : hi + 1] = self._target(frozenset((t,)))
-        else:
-            self._sweep(edges, row)
-        self.trans[d] = row
-        if self.slicer is not None:
-            in_set = row == d
-            if int(in_set.sum()) >= MIN_LOOP_BYTES:
-                self.slice_of[d] = self.slicer(in_set)
+    def _single_target(self, s: int) -> int:
+        t = self._singles.get(s)
+        if t is None:
+            c = self._closure.get(s)
+            t = self.state_of(c if c is not None else self._single_closure(s))
+            self._singles[s] = t
+        return t
 
-    def _sweep(self, edges: list[tuple[int, int, int]], row: np.ndarray) -> None:
-        """Overlapping ranges: a sweep over range boundaries with the active target set."""
+    def compute_row(self, d: int) -> None:
+        """Fill trans[d, :] for all 256 bytes (one closure per distinct target set)."""
+        be = self.nfa.byte_edges
+        states = self.sets[d]
+        if len(states) == 1:
+            edges = be[next(iter(states))]
+        else:
+            edges = [e for s in states for e in be[s]]
+        disjoint = True
+        if len(edges) > 1:
+            edges = sorted(edges)
+            prev = -1
+            for lo, hi, _ in edges:
+                if lo <= prev:
+                    disjoint = False
+                    break
+                prev = hi
+        if disjoint:  # one NFA target per byte (the common case)
+            resolved = [(lo, hi, self._single_target(t)) for lo, hi, t in edges]
+        else:
+            resolved = self._segments(edges)
+        row = self.trans[d]  # fetched after state_of, which may have grown the table
+        row[:] = DEAD
+        counts: dict[int, int] = {}
+        for lo, hi, t in resolved:
+            if lo == hi:
+                row[lo] = t
+            else:
+                row[lo : hi + 1] = t
+                counts[t] = counts.get(t, 0) + hi - lo + 1
+        if counts:
+            best = max(counts, key=counts.__getitem__)
+            if counts[best] >= MIN_SLICE_BYTES:
+                self._dominant[d] = best
+
+    def _segments(self, edges: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+        """Overlapping ranges: split at every range boundary; each piece goes to the closure of
+        the NFA targets active over it."""
+        if len(edges) > 8:
+            return self._sweep(edges)
+        bounds = sorted({lo for lo, _, _ in edges} | {hi + 1 for _, hi, _ in edges})
+        out: list[tuple[int, int, int]] = []
+        for a, b in zip(bounds, bounds[1:]):
+            active = frozenset(t for lo, hi, t in edges if lo <= a and hi >= b - 1)
+            if active:
+                out.append((a, b - 1, self._target(active)))
+        return out
+
+    def _sweep(self, edges: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+        """Many ranges: a sweep over the sorted boundaries keeping the active target counts."""
         events: list[tuple[int, int, int]] = []  # (byte, +1 start / -1 end, target)
         for lo, hi, t in edges:
             events.append((lo, 1, t))
             events.append((hi + 1, -1, t))
         events.sort()
+        out: list[tuple[int, int, int]] = []
         active: dict[int, int] = {}
         i, n = 0, len(events)
         while i < n:
@@ -145,7 +283,8 @@ class LazyDfa:
                     del active[t]
                 i += 1
             if active and b < 256:
-                row[b : events[i][0] if i < n else 256] = self._target(frozenset(active))
+                out.append((b, (events[i][0] if i < n else 256) - 1, self._target(frozenset(active))))
+        return out
 
     def loop_set(self, d: int, min_bytes: int) -> np.ndarray | None:
         """bool [256] of the bytes that lead from `d` back to `d`, if at least `min_bytes`."""

@@ -9,12 +9,17 @@ import numpy as np
 from grammar.dfa import FLAG_CALLS, FLAG_FINAL, UNKNOWN, LazyDfa
 from grammar.pda import States, advance, expand, is_complete
 from grammar.trie import TrieLevel
+from grammar.slices import TokenSlice
 from grammar.vocab import MIN_SLICE_BYTES, Vocabulary, pack_bits
 
 try:
     from grammar import _walk
 except ImportError:  # built by setup.py; without a C compiler the numpy walk below is used
     _walk = None
+
+
+_NO_BYTES = bytes(256)
+MAX_MISSING_FIRST_BYTES = 16
 
 
 def uses_c_walk() -> bool:
@@ -42,10 +47,40 @@ def state_mask_c(dfa: LazyDfa, vocab: Vocabulary, d: int, nonempty_stack: bool) 
     """The C walk of the flat trie (grammar/_walk.c); same result as `state_mask`."""
     dfa.prepare(d)
     sl = int(dfa.slice_of[d])
-    words = vocab.slice_list[sl].words.copy() if sl >= 0 else np.zeros(vocab.num_words, dtype=np.int32)
-    raw = _walk.walk(dfa, vocab.trie_arrays, vocab.slice_pures, d, nonempty_stack, words)
+    if sl >= 0:
+        root = vocab.slice_list[sl]
+        absorb = int(dfa.absorb[d])
+        words = root.words_upto(absorb).copy()
+        root_set, root_pure = root.set_bytes, root.root_pure_flat
+    else:
+        absorb = 0
+        words = np.zeros(vocab.num_words, dtype=np.int32)
+        root_set, root_pure = _NO_BYTES, vocab.slice_pures[0]
+    text = vocab.slice_list[vocab.utf8_text_slice]
+    first_set = _text_first_bytes(dfa, text, d, words) if sl != text.id else None
+    raw = _walk.walk(dfa, vocab.trie_arrays, vocab.slice_pures, d, nonempty_stack, words, absorb, root_set, root_pure,
+                     first_set or _NO_BYTES, text.set_bytes, text.root_pure_flat)
     cands = np.frombuffer(raw, dtype=np.int32).reshape(-1, 3)  # [num_cand, (id, pos, state)]
     return StateMask(words, cands[:, 0], cands[:, 1], cands[:, 2])
+
+
+def _text_first_bytes(dfa: LazyDfa, text: TokenSlice, d: int, words: np.ndarray) -> bytes | None:
+    """A state sending most string-text bytes to a state that loops on string text (the first
+    character of a string, or of an extra property name that must differ from the declared
+    ones): OR in the tokens `b + text` for those first bytes b; returns the bytes (uint8 [256])."""
+    target = dfa.dominant_target(d)
+    if target is None or dfa.slice_id(target) != text.id:
+        return None
+    firsts = (dfa.trans[d, :128] == target) & text.in_set[:128]  # [128]
+    missing = np.nonzero(text.in_set[:128] & ~firsts)[0].tolist()
+    if len(missing) > MAX_MISSING_FIRST_BYTES:
+        return None
+    if missing:
+        dropped = np.bitwise_or.reduce([text.first_words[b] for b in missing])
+        words |= text.rest_words & ~dropped
+    else:
+        words |= text.rest_words
+    return firsts.astype(np.uint8).tobytes() + bytes(128)
 
 
 def _step(dfa: LazyDfa, states: np.ndarray, cols: np.ndarray) -> np.ndarray:
@@ -187,7 +222,7 @@ def _finish(vocab: Vocabulary, allowed: list[np.ndarray], ranges: list[tuple[np.
     if allowed:
         row_ok[np.concatenate(allowed)] = True
     if len(vocab.dup_rows):
-        row_ok[vocab.dup_rows] = row_ok[vocab.dup_rows - 1]
+        row_ok[vocab.dup_rows] = row_ok[vocab.dup_first]
     ok = np.zeros(vocab.num_words * 32, dtype=bool)
     ok[vocab.sorted_ids[row_ok]] = True
     if cands:

@@ -23,7 +23,7 @@ def expand(dfa: LazyDfa, configs: States) -> set[Config]:
                 seen.add(c)
                 todo.append(c)
         if has_calls[d] and len(stack) < MAX_STACK:
-            for rule, ret in dfa.calls[d]:
+            for rule, ret in dfa.calls(d):
                 c = (stack + (ret,), dfa.rule_start[rule])
                 if c not in seen:
                     seen.add(c)

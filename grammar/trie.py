@@ -68,9 +68,11 @@ class FlatTrie:
     end: np.ndarray  # int32 [num_nodes] one past the last node of the subtree
     lo: np.ndarray  # int32 [num_nodes + 1] first sorted-token row of the subtree; lo[end[i]] ends it
     ids: np.ndarray  # int32 [num_rows] token id of each sorted row
+    height: np.ndarray  # int32 [num_nodes] most bytes any token of the subtree has past the node
+    order: np.ndarray  # int64 [num_nodes] index into the levels concatenated, per flat node
 
     def arrays(self) -> tuple[np.ndarray, ...]:
-        return (self.byte, self.depth, self.end, self.lo, self.ids)
+        return (self.byte, self.depth, self.end, self.lo, self.ids, self.height)
 
 
 def flatten_trie(levels: list[TrieLevel], sorted_ids: np.ndarray) -> FlatTrie:
@@ -78,13 +80,19 @@ def flatten_trie(levels: list[TrieLevel], sorted_ids: np.ndarray) -> FlatTrie:
     num_rows = len(sorted_ids)
     if not levels:
         empty = np.zeros(0, dtype=np.int32)
-        return FlatTrie(np.zeros(0, dtype=np.uint8), empty, empty, np.array([num_rows], dtype=np.int32), sorted_ids.astype(np.int32))
+        return FlatTrie(np.zeros(0, dtype=np.uint8), empty, empty, np.array([num_rows], dtype=np.int32),
+                        sorted_ids.astype(np.int32), empty, np.zeros(0, dtype=np.int64))
+    heights = [np.zeros(len(lv.lo), dtype=np.int64) for lv in levels]
+    for k in range(len(levels) - 1, 0, -1):  # a parent is one byte above its highest child
+        np.maximum.at(heights[k - 1], levels[k].parent, heights[k] + 1)
     lo = np.concatenate([lv.lo for lv in levels])
     hi = np.concatenate([lv.hi for lv in levels])
     depth = np.concatenate([np.full(len(lv.lo), d, dtype=np.int64) for d, lv in enumerate(levels, start=1)])
     byte = np.concatenate([lv.byte for lv in levels])
+    height = np.concatenate(heights)
     order = np.lexsort((depth, lo))
-    lo, hi, depth, byte = lo[order], hi[order], depth[order], byte[order]
+    lo, hi, depth, byte, height = lo[order], hi[order], depth[order], byte[order], height[order]
     end = np.searchsorted(lo, hi, side="left")
     return FlatTrie(byte.astype(np.uint8), depth.astype(np.int32), end.astype(np.int32),
-                    np.append(lo, num_rows).astype(np.int32), sorted_ids.astype(np.int32))
+                    np.append(lo, num_rows).astype(np.int32), sorted_ids.astype(np.int32), height.astype(np.int32),
+                    order)

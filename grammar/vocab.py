@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from grammar.ir import GrammarError
+from grammar.slices import TokenSlice, pack_bits, utf8_levels, utf8_states
 from grammar.trie import build_trie, flatten_trie
 
 
@@ -25,6 +26,14 @@ def _byte_decoder() -> dict[str, int]:
     return {chr(c): b for b, c in zip(printable, chars)}
 
 
+def _is_byte_level(vocab: dict[str, int]) -> bool:
+    """GPT-2 style byte-level BPE (space written "\u0120") rather than SentencePiece ("\u2581");
+    some SentencePiece vocabularies (Gemma) also hold a few tokens with "\u0120", so count."""
+    gpt2 = sum(1 for t in vocab if "\u0120" in t or "\u010a" in t)
+    spm = sum(1 for t in vocab if "\u2581" in t)
+    return gpt2 > spm
+
+
 def _token_to_bytes(token: str, byte_level: bool, decoder: dict[str, int]) -> bytes | None:
     if byte_level:
         try:
@@ -36,41 +45,11 @@ def _token_to_bytes(token: str, byte_level: bool, decoder: dict[str, int]) -> by
     return token.replace("\u2581", " ").encode("utf-8")
 
 
-# Byte sets whose all-in-set tokens are precomputed: plain JSON string text, digits.
-_SLICE_BYTES = (((0x20, 0x21), (0x23, 0x5B), (0x5D, 0x7E)),)
-MAX_SLICES = 128
+# Canonical slices, built with the vocabulary (largest first): the C walk only uses these, so a
+# schema never pays for building one. JSON string text without escapes; ASCII letters and digits.
+_SLICE_BYTES = (((0x20, 0x21), (0x23, 0x5B), (0x5D, 0x7E)), ((0x30, 0x39), (0x41, 0x5A), (0x61, 0x7A)))
+MAX_SLICES = 256
 MIN_SLICE_BYTES = 8
-
-
-class TokenSlice:
-    """Tokens grouped by whether they continue with bytes of `in_set` only: a DFA state that loops
-    on every byte of the set allows such a trie subtree whole.  `words` has the tokens made of
-    set bytes only (what a looping state allows without a walk); `pure_flat` marks flat-trie nodes
-    whose descendants' bytes are all in the set; `pure` is the per-depth form (numpy walk)."""
-
-    __slots__ = ("id", "in_set", "words", "pure_flat", "_pure", "_vocab")
-
-    def __init__(self, slice_id: int, in_set: np.ndarray, vocab: "Vocabulary") -> None:
-        self.id = slice_id
-        self.in_set = in_set.copy()
-        self._vocab = vocab
-        self._pure: list[np.ndarray] | None = None
-        flat = vocab.flat
-        bad = np.concatenate([[0], np.cumsum(~in_set[flat.byte])])  # [num_nodes + 1]
-        self.pure_flat = ((bad[flat.end] - bad[np.arange(1, len(flat.byte) + 1)]) == 0).astype(np.uint8)
-        ok = np.ones(len(vocab.lens), dtype=bool)
-        for j in range(vocab.mat.shape[1]):
-            ok &= in_set[vocab.mat[:, j]] | (vocab.lens <= j)
-        allowed = np.zeros(vocab.num_words * 32, dtype=bool)
-        allowed[vocab.sorted_ids[ok]] = True
-        self.words = pack_bits(allowed)
-
-    @property
-    def pure(self) -> list[np.ndarray]:
-        """Per depth D: every token below the node continues with bytes of `in_set` only."""
-        if self._pure is None:
-            self._pure = self._vocab.suffix_pure(self.in_set)
-        return self._pure
 
 
 class Vocabulary:
@@ -110,10 +89,13 @@ class Vocabulary:
         self.trie = build_trie(mat, self.lens)
         self.flat = flatten_trie(self.trie, self.sorted_ids)
         self.trie_arrays = self.flat.arrays()
+        self.max_len = int(max_len)
         same = np.zeros(n, dtype=bool)  # tokens whose bytes repeat the previous row's
         if n > 1:
             same[1:] = (self.lens[1:] == self.lens[:-1]) & (mat[1:] == mat[:-1]).all(axis=1)
         self.dup_rows = np.nonzero(same)[0]
+        run_start = np.maximum.accumulate(np.where(same, 0, np.arange(n)))  # [n] first row of each run
+        self.dup_first = run_start[self.dup_rows]  # the row each duplicate copies its answer from
         eos = np.zeros(self.num_words * 32, dtype=bool)
         eos[self.eos_token_ids] = True
         self.eos_words = pack_bits(eos)
@@ -126,6 +108,22 @@ class Vocabulary:
             for lo, hi in byte_ranges:
                 in_set[lo : hi + 1] = True
             self.slice_for(in_set)
+        self.num_canonical = len(self.slice_list)
+        # JSON string text including every complete UTF-8 character (for states that loop on it)
+        self.utf8_levels = utf8_levels(self.trie)  # per depth: int8 [num_nodes] decoder state
+        self.utf8_state = utf8_states(self.flat, self.utf8_levels)  # int8 [num_nodes], flat order
+        with self._slice_lock:
+            text = TokenSlice(len(self.slice_list), self.slice_list[0].in_set, self, utf8=True)
+            self.slice_list.append(text)
+            self.slice_pures.append(text.pure_flat)
+        self.utf8_text_slice = text.id
+
+    def canonical_slice(self, in_set: np.ndarray) -> int:
+        """Id of the first canonical slice whose bytes all lie in `in_set` (bool [256]), or -1."""
+        for sl in self.slice_list[: self.num_canonical]:
+            if not (sl.in_set & ~in_set).any():
+                return sl.id
+        return -1
 
     def slice_for(self, in_set: np.ndarray) -> TokenSlice | None:
         """The slice of tokens over the byte set `in_set` (bool [256]); built once per set and
@@ -166,7 +164,7 @@ class Vocabulary:
         size = max(len(tokenizer), max(vocab.values()) + 1)
         if vocab_size is None:
             vocab_size = size
-        byte_level = "\u0120" in vocab or "\u010a" in vocab
+        byte_level = _is_byte_level(vocab)
         decoder = _byte_decoder()
         special = set(getattr(tokenizer, "all_special_ids", []) or [])
         for tid, added in getattr(tokenizer, "added_tokens_decoder", {}).items():
@@ -179,8 +177,3 @@ class Vocabulary:
         eos = tokenizer.eos_token_id
         eos_ids = [eos] if isinstance(eos, int) else list(eos or [])
         return cls(token_bytes, eos_ids, vocab_size)
-
-
-def pack_bits(allowed: np.ndarray) -> np.ndarray:
-    """bool [num_words * 32] -> int32 [num_words], bit i of word w = token 32 * w + i."""
-    return np.packbits(allowed, bitorder="little").view("<i4").astype(np.int32)

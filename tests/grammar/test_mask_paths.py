@@ -19,7 +19,7 @@ from grammar.regex import regex_to_node
 needs_c = pytest.mark.skipif(not masks.uses_c_walk(), reason="C extension grammar._walk not built")
 
 ALPHABET = [b"{", b"}", b"[", b"]", b'"', b"\\", b":", b",", b" ", b"a", b"b", b"z", b"0", b"1", b"9", b"-",
-            b".", b"e", b"n", b"u", b"l", b"t", b"r", "é".encode(), "日".encode(), b"\n"]
+            b".", b"e", b"n", b"u", b"l", b"t", b"r", "é".encode(), "日".encode(), b"\n", b"\xe6", b"\x97\xa5", b"A"]
 
 SCHEMAS = [
     {"type": "object", "properties": {"name": {"type": "string"}, "n": {"type": "integer"}}, "required": ["name"]},
@@ -28,6 +28,8 @@ SCHEMAS = [
     {"$defs": {"t": {"type": "object", "properties": {"k": {"$ref": "#/$defs/t"}, "v": {"type": "string"}}}},
      "$ref": "#/$defs/t"},
     {"enum": ["alpha", "beta", 12, None]},
+    {"type": "object", "properties": {"alpha": {"type": "string"}, "beta": {"type": "string", "maxLength": 20}},
+     "additionalProperties": {"type": "string"}},
     {},
 ]
 LARK = 'start: "[" (item ("," item)*)? "]"\nitem: NUMBER | start\nNUMBER: /[0-9]+/'
@@ -117,3 +119,20 @@ def test_real_tokenizer_masks_match_the_numpy_walk(smollm2_tokenizer, smollm2_vo
             assert _bits(words, smollm2_vocab) == _numpy_mask(g, m.state, monkeypatch), row["id"]
             if not m.accept(tid):
                 break
+
+
+@pytest.mark.parametrize("schema, prefix", [
+    ({"type": "object", "properties": {"alpha": {"type": "string"}}, "additionalProperties": {"type": "string"}}, b'{"'),
+    ({"type": "object", "properties": {"s": {"type": "string", "minLength": 2}}}, b'{"s":"'),
+    ({"type": "object", "properties": {"s": {"type": "string", "minLength": 2}}}, b'{"s":"a'),
+    ({"type": "object", "properties": {"s": {"type": "string", "maxLength": 3}}}, b'{"s":"a'),
+])
+def test_text_shortcuts_match_brute_force(schema, prefix, monkeypatch):
+    """First characters of strings and extra property names (tokens `b + text`), bounded runs."""
+    vocab = _random_vocab(3, size=600)
+    g = CompiledGrammar(compile_schema_to_grammar(schema, "compact"), vocab)
+    m = g.matcher()
+    assert m.accept_bytes(prefix)
+    want = _brute(g, m.state)
+    assert _bits(g.mask(m.state), vocab) == want
+    assert _numpy_mask(g, m.state, monkeypatch) == want
