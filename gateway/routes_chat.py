@@ -55,7 +55,7 @@ class ChatCall:
             template_kwargs=req.chat_template_kwargs,
         )
         self.prompt_token_ids = rendered.token_ids
-        self.constraint = request_constraint(req.response_format, req.structured_outputs)
+        self.constraint = request_constraint(req)
         tool_constraint = tool_call_spec(req, services.parsers.tool_parser)
         if tool_constraint is not None:
             if self.constraint is not None:

@@ -116,7 +116,7 @@ class CompletionCall:
         start = time.perf_counter()
         info = services.pool.model_info
         self.jobs, self.choices, self.num_prompt_tokens = [], [], 0
-        self.constraint = request_constraint(req.response_format, req.structured_outputs)
+        self.constraint = request_constraint(req)
         for prompt_ids, prompt_text in _prompts(services, req.prompt):
             params = sampling_params(
                 req, num_prompt_tokens=len(prompt_ids), max_model_len=info.max_model_len, vocab_size=info.vocab_size,

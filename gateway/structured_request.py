@@ -18,6 +18,7 @@ from schemas.engine import StructuredSpec
 _KINDS = ("json", "regex", "choice", "grammar", "json_object", "structural_tag")
 # Options that do not change the grammar here: we never fall back to another backend.
 _NEUTRAL = ("disable_fallback",)
+_GUIDED = ("json", "regex", "choice", "grammar", "whitespace_pattern")  # guided_<key> -> structured_outputs[key]
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,10 +135,21 @@ def from_structured_outputs(options: dict[str, Any] | None) -> Constraint | None
     return Constraint(spec, param)
 
 
-def request_constraint(response_format: dict[str, Any] | None, structured_outputs: dict[str, Any] | None) -> Constraint | None:
-    """The one constraint a request's body asks for; two at once is a 400."""
-    a = from_response_format(response_format)
-    b = from_structured_outputs(structured_outputs)
+def _guided_options(req: Any) -> dict[str, Any] | None:
+    """vLLM's older `guided_*` fields as a `structured_outputs` dict (the backend choice has no meaning here)."""
+    options = {key: getattr(req, f"guided_{key}") for key in _GUIDED if getattr(req, f"guided_{key}") is not None}
+    if not options:
+        return None
+    if req.structured_outputs is not None:
+        raise bad_request("guided_* fields and structured_outputs cannot both be set", "structured_outputs")
+    return options
+
+
+def request_constraint(req: Any) -> Constraint | None:
+    """The one constraint a request's body asks for (chat or completions); two at once is a 400."""
+    a = from_response_format(req.response_format)
+    guided = _guided_options(req)
+    b = from_structured_outputs(guided if guided is not None else req.structured_outputs)
     if a is not None and b is not None:
         raise bad_request("response_format and structured_outputs cannot both constrain the output", "structured_outputs")
     return a or b

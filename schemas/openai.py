@@ -87,6 +87,13 @@ class SamplingFields(msgspec.Struct, kw_only=True):
     user: str | None = None
     response_format: dict[str, Any] | None = None
     structured_outputs: dict[str, Any] | None = None  # vLLM: {json | regex | choice | grammar | ...}
+    # vLLM's older spelling of the same (before structured_outputs); mapped onto it, never ignored.
+    guided_json: Any = None
+    guided_regex: str | None = None
+    guided_choice: list[str] | None = None
+    guided_grammar: str | None = None
+    guided_whitespace_pattern: str | None = None
+    guided_decoding_backend: str | None = None
 
 
 class ChatCompletionRequest(SamplingFields, kw_only=True):

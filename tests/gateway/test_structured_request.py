@@ -57,6 +57,21 @@ async def test_structured_outputs_kinds_become_engine_specs(client, path):
     assert _spec(client).whitespace == "compact"
 
 
+async def test_older_guided_fields_map_onto_structured_outputs(client):
+    resp = await _post(client, guided_json={"type": "object"}, guided_decoding_backend="xgrammar")
+    assert resp.status == 200, await resp.text()
+    assert json.loads(_spec(client).json_schema) == {"type": "object"}
+    await _post(client, "/v1/completions", guided_choice=["a", "b"])
+    assert _spec(client).choice == ["a", "b"]
+    await _post(client, guided_grammar='root ::= "x"')
+    assert _spec(client).gbnf == 'root ::= "x"'
+    error = await _expect_error(await _post(client, guided_regex="[a", stream=True), 400, "structured_outputs")
+    assert error["message"]
+    await _expect_error(await _post(client, guided_json={}, guided_whitespace_pattern=" *"), 400, "structured_outputs")
+    await _expect_error(await _post(client, guided_regex="a", structured_outputs={"regex": "b"}), 400,
+                        "structured_outputs")
+
+
 @pytest.mark.parametrize("stream", [False, True])
 @pytest.mark.parametrize(
     ("body", "param", "needle"),
