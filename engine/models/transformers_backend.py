@@ -10,6 +10,7 @@ the model's `forward` down to every attention call.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,7 +18,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from engine.models.hf_fusion import fuse_sibling_linears
+from engine.models.hf_norms import substitute_norms
 from kernels import AttentionMetadata, paged_attention, write_kv_cache
+
+log = logging.getLogger(__name__)
 
 ATTN_NAME = "engine_paged"
 # Attention features transformers may ask for that paged_attention cannot compute.
@@ -115,7 +120,12 @@ class TransformersModel(nn.Module):
         return out.last_hidden_state[0]  # [num_tokens, hidden]
 
     def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        logits = self.lm_head(hidden).float()  # [num_rows, vocab]
+        if type(self.lm_head) is nn.Linear and self.lm_head.bias is None:
+            # weight @ hidden^T, as the native models do: with few rows and a large vocabulary
+            # MKL runs this layout much faster than hidden @ weight^T (F.linear) on CPU.
+            logits = torch.mm(self.lm_head.weight, hidden.t()).t().float()  # [num_rows, vocab]
+        else:
+            logits = self.lm_head(hidden).float()
         if self.final_softcap:
             logits = torch.tanh(logits / self.final_softcap) * self.final_softcap
         return logits
@@ -169,8 +179,11 @@ def probe_kv_shape(hf_model: nn.Module, num_layers: int) -> tuple[int, int, int]
     return num_layers, num_kv_heads, head_dim
 
 
-def load_transformers_model(folder: Path, device: torch.device, dtype: torch.dtype) -> TransformersModel:
-    """Instantiates the folder's Hugging Face causal LM with our attention; raises ValueError when it cannot run."""
+def load_transformers_model(folder: Path, device: torch.device, dtype: torch.dtype, fuse: bool = True) -> TransformersModel:
+    """Instantiates the folder's Hugging Face causal LM with our attention; raises ValueError when it cannot run.
+
+    `fuse` applies the load-time speed-ups of `speed_up` (off only to measure or test without them).
+    """
     from transformers import AttentionInterface, AutoConfig
 
     AttentionInterface.register(ATTN_NAME, paged_attention_forward)
@@ -189,4 +202,23 @@ def load_transformers_model(folder: Path, device: torch.device, dtype: torch.dty
         raise ValueError(f"model: checkpoint lacks or misshapes weight {missing[0]} ({len(missing)} in all)")
     hf_model.eval()
     num_layers = hf_config.get_text_config().num_hidden_layers
-    return TransformersModel(hf_model, probe_kv_shape(hf_model, num_layers))
+    kv_shape = probe_kv_shape(hf_model, num_layers)
+    if fuse:
+        speed_up(hf_model)
+    return TransformersModel(hf_model, kv_shape)
+
+
+def speed_up(hf_model: nn.Module) -> tuple[int, int]:
+    """Fuses sibling projections and substitutes norms, each only where proven equal; returns both counts."""
+    device = next(hf_model.parameters()).device
+    gen = torch.Generator(device=device).manual_seed(0)
+    input_ids = torch.randint(0, hf_model.config.get_text_config().vocab_size, (1, 7), generator=gen, device=device)
+
+    def dry_run() -> torch.Tensor:
+        return hf_model.base_model(input_ids=input_ids, position_ids=torch.arange(7, device=device).unsqueeze(0),
+                                   use_cache=False, engine_context=ProbeContext()).last_hidden_state  # fmt: skip
+
+    num_groups = fuse_sibling_linears(hf_model.base_model, dry_run)
+    num_norms = substitute_norms(hf_model.base_model)
+    log.info("transformers backend: %d projection groups fused, %d norms substituted", num_groups, num_norms)
+    return num_groups, num_norms
