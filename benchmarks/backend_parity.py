@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import os
 import statistics
 import time
 from dataclasses import dataclass
@@ -89,7 +90,8 @@ def sweep(llms: dict[str, LLM], args) -> list[Point]:
             points.append(Point(backend, prompt_len, concurrency, tok_s, ttft * 1e3, itl * 1e3))
         native, trf = points[-2], points[-1]
         print(f"prompt {prompt_len:5d}  n={concurrency:3d}  native {native.tok_s:8.1f} tok/s  transformers {trf.tok_s:8.1f} "
-              f"tok/s  ratio {trf.tok_s / native.tok_s:5.2f}", flush=True)  # fmt: skip
+              f"tok/s  ratios: tok/s {trf.tok_s / native.tok_s:5.2f}  TTFT {_ratio(native.ttft_ms, trf.ttft_ms)}  "
+              f"ITL {_ratio(native.itl_ms, trf.itl_ms)}  (load {_load()})", flush=True)  # fmt: skip
     return points
 
 
@@ -109,6 +111,11 @@ def _ratio(native: float, trf: float) -> str:
     return f"{native / trf:.2f}" if trf else "-"
 
 
+def _load() -> str:
+    """The 1, 5 and 15 minute load averages: timings on a busy machine are noisy."""
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def plot(points: list[Point], path: str) -> None:
     import matplotlib
 
@@ -117,8 +124,9 @@ def plot(points: list[Point], path: str) -> None:
 
     prompt_lens = sorted({p.prompt_len for p in points})
     metrics = [("tok_s", "output tokens/s"), ("ttft_ms", "TTFT (ms)"), ("itl_ms", "ITL (ms)")]
-    fig, axes = plt.subplots(len(prompt_lens), 3, figsize=(13, 3.6 * len(prompt_lens)), squeeze=False)
+    fig, axes = plt.subplots(len(prompt_lens), 4, figsize=(17, 3.6 * len(prompt_lens)), squeeze=False)
     for row, prompt_len in enumerate(prompt_lens):
+        _plot_ratios(axes[row][3], [p for p in points if p.prompt_len == prompt_len], prompt_len)
         for col, (attr, label) in enumerate(metrics):
             ax = axes[row][col]
             for backend, style in zip(BACKENDS, ("-o", "--x")):
@@ -128,10 +136,24 @@ def plot(points: list[Point], path: str) -> None:
             ax.set_xlabel("concurrent requests")
             ax.set_title(f"{label}, prompt {prompt_len}")
             ax.legend()
-    fig.suptitle("Native vs transformers backend, same engine")
+    fig.suptitle("Native vs transformers backend, same engine (ratio: transformers speed / native speed)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     print(f"plot saved to {path}")
+
+
+def _plot_ratios(ax, points: list[Point], prompt_len: int) -> None:
+    """Speed ratios transformers / native (latencies inverted) against the 0.95 target."""
+    pairs = list(zip(points[0::2], points[1::2]))
+    clients = [native.concurrency for native, _ in pairs]
+    ax.plot(clients, [t.tok_s / n.tok_s for n, t in pairs], "-o", label="tok/s")
+    ax.plot(clients, [n.ttft_ms / t.ttft_ms for n, t in pairs], "--s", label="TTFT")
+    ax.plot(clients, [n.itl_ms / t.itl_ms if t.itl_ms else float("nan") for n, t in pairs], ":^", label="ITL")
+    ax.axhline(0.95, color="grey", linewidth=0.8)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("concurrent requests")
+    ax.set_title(f"speed ratio, prompt {prompt_len}")
+    ax.legend()
 
 
 def profile_decode_step(llms: dict[str, LLM], concurrency: int, prompt_len: int) -> None:
@@ -178,8 +200,11 @@ def main() -> None:
     }
     for llm in llms.values():  # warm-up
         llm.generate(make_prompts(2, 32, llm.info.vocab_size, seed=10**6), SamplingParams(max_tokens=4, ignore_eos=True))
+    print(f"torch threads {torch.get_num_threads()}, load {_load()}", flush=True)
+    start = time.perf_counter()
     points = sweep(llms, args)
     print_table(points, args)
+    print(f"\nsweep took {time.perf_counter() - start:.0f} s, load at the end {_load()}")
     if args.plot:
         plot(points, args.plot)
     if args.profile:
