@@ -28,8 +28,10 @@ static void dfa_release(Dfa *d) {
     if (d->held) {
         PyBuffer_Release(&d->trans);
         PyBuffer_Release(&d->flags);
-        PyBuffer_Release(&d->slice_of);
-        PyBuffer_Release(&d->absorb);
+        if (d->held == 1) {
+            PyBuffer_Release(&d->slice_of);
+            PyBuffer_Release(&d->absorb);
+        }
         d->held = 0;
     }
 }
@@ -42,6 +44,15 @@ static int get_buf(PyObject *obj, const char *name, Py_buffer *view, int writabl
     return rc;
 }
 
+/* Only trans and flags (the byte runs of `run` need no slices). */
+static int dfa_fetch_trans(Dfa *d) {
+    dfa_release(d);
+    if (get_buf(d->dfa, "trans", &d->trans, 0) < 0) return -1;
+    if (get_buf(d->dfa, "flags", &d->flags, 0) < 0) { PyBuffer_Release(&d->trans); return -1; }
+    d->held = 2;
+    return 0;
+}
+
 static int dfa_fetch(Dfa *d) {
     dfa_release(d);
     if (get_buf(d->dfa, "trans", &d->trans, 0) < 0) return -1;
@@ -52,18 +63,21 @@ static int dfa_fetch(Dfa *d) {
     if (get_buf(d->dfa, "absorb", &d->absorb, 0) < 0) {
         PyBuffer_Release(&d->trans); PyBuffer_Release(&d->flags); PyBuffer_Release(&d->slice_of); return -1;
     }
-    d->held = 1;
+    d->held = 1;  /* all four buffers */
     return 0;
 }
 
-/* Fill row `s` (and its slice id) through Python, then refetch the buffers. */
-static int dfa_prepare(Dfa *d, long s) {
+/* Call dfa.<method>(s) in Python (fills row s, and for "prepare" its slice), then refetch the
+ * buffers, which the call may have reallocated. */
+static int dfa_call(Dfa *d, const char *method, long s) {
     dfa_release(d);
-    PyObject *r = PyObject_CallMethod(d->dfa, "prepare", "l", s);
+    PyObject *r = PyObject_CallMethod(d->dfa, method, "l", s);
     if (!r) return -1;
     Py_DECREF(r);
     return dfa_fetch(d);
 }
+
+static int dfa_prepare(Dfa *d, long s) { return dfa_call(d, "prepare", s); }
 
 #define TRANS(d) ((const int32_t *)(d)->trans.buf)
 #define FLAGS(d) ((const uint8_t *)(d)->flags.buf)
@@ -258,13 +272,13 @@ static PyObject *run(PyObject *self, PyObject *args) {
     Dfa d = {dfa_obj, {0}, {0}, {0}, {0}, 0};
     const uint8_t *bytes = data.buf;
     PyObject *result = NULL;
-    if (dfa_fetch(&d) < 0) goto done;
+    if (dfa_fetch_trans(&d) < 0) goto done;
     const uint8_t stop = FLAG_CALLS | (stop_final ? FLAG_FINAL : 0);
     while (pos < data.len) {
         if (FLAGS(&d)[s] & stop) break;
         int32_t t = TRANS(&d)[(Py_ssize_t)s * 256 + bytes[pos]];
         if (t == UNKNOWN) {
-            if (dfa_prepare(&d, s) < 0) goto done;
+            if (dfa_call(&d, "compute_row", s) < 0 || dfa_fetch_trans(&d) < 0) goto done;
             t = TRANS(&d)[(Py_ssize_t)s * 256 + bytes[pos]];
         }
         if (t < 0) { s = -1; break; }

@@ -9,7 +9,7 @@ import numpy as np
 
 from grammar.dfa import LazyDfa
 from grammar.ir import Grammar
-from grammar.masks import StateMask, compute_mask, uses_c_walk
+from grammar.masks import StateMask, _walk, compute_mask, uses_c_walk
 from grammar.nfa import build_nfa
 from grammar.pda import States, advance, is_complete
 from grammar.vocab import Vocabulary
@@ -64,6 +64,15 @@ class CompiledGrammar:
 
     def advance(self, configs: States, data: bytes) -> States:
         with self.lock:
+            if _walk is not None and len(configs) == 1:  # one configuration: run the DFA in C
+                ((stack, d),) = configs
+                s, pos = _walk.run(self.dfa, d, data, 0, bool(stack))
+                if s < 0:
+                    return frozenset()
+                configs = frozenset(((stack, s),))
+                if pos == len(data):
+                    return configs
+                data = data[pos:]  # stopped before a call or a return: the pushdown step below
             return advance(self.dfa, configs, data)
 
     def is_complete(self, configs: States) -> bool:

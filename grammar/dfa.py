@@ -45,6 +45,7 @@ class LazyDfa:
         self.absorb = np.zeros(64, dtype=np.int32)  # [cap]
         self._slice_next: dict[int, tuple[int, int]] = {}  # dstate -> (slice id, target)
         self._dominant: dict[int, int] = {}  # dstate -> target of at least MIN_SLICE_BYTES bytes
+        self._utf8_checked: set[int] = set()
         self._calls: list[tuple[tuple[int, int], ...] | None] = []  # (rule, return dstate) per dstate
         self._call_rets: dict[int, dict[int, list[int]]] = {}  # dstate -> rule -> NFA return states
         self.final_states = frozenset(nfa.rule_final)
@@ -63,17 +64,27 @@ class LazyDfa:
         return frozenset(out)
 
     def _single_closure(self, s: int) -> frozenset[int]:
+        """Epsilon closure of one NFA state, kept to states with edges, calls or a rule end;
+        closures already known for states on the way are taken whole."""
+        nfa = self.nfa
+        eps, edges, calls, finals, known = nfa.eps, nfa.byte_edges, nfa.calls, self.final_states, self._closure
+        out: set[int] = set()
         seen = {s}
         todo = [s]
-        eps = self.nfa.eps
         while todo:
-            for t in eps[todo.pop()]:
+            x = todo.pop()
+            c = known.get(x) if x != s else None
+            if c is not None:
+                out |= c
+                continue
+            if edges[x] or calls[x] or x in finals:
+                out.add(x)
+            for t in eps[x]:
                 if t not in seen:
                     seen.add(t)
                     todo.append(t)
-        nfa = self.nfa
-        c = frozenset(x for x in seen if nfa.byte_edges[x] or nfa.calls[x] or x in self.final_states)
-        self._closure[s] = c
+        c = frozenset(out)
+        known[s] = c
         return c
 
     def state_of(self, states: frozenset[int]) -> int:
@@ -164,10 +175,24 @@ class LazyDfa:
                 cur = cnxt
                 steps += 1
         self.absorb[d] = steps
-        self.slice_of[d] = sid if steps else NO_SLICE  # set first: the check below may come back to d
-        if steps == UNBOUNDED and self.utf8_upgrade is not None and sid == self.utf8_upgrade[0]:
-            if self._utf8_to(d, nxt) and (nxt == d or self.slice_id(nxt) == self.utf8_upgrade[1]):
-                self.slice_of[d] = self.utf8_upgrade[1]
+        self.slice_of[d] = sid if steps else NO_SLICE
+
+    def upgrade_to_utf8(self, d: int) -> int:
+        """The slice of d, first widened to string text with UTF-8 characters when d (or the
+        state its text bytes lead to) loops on every complete character. Only worth its rows for
+        a state a mask starts from, so the walk's inner states keep the ASCII slice."""
+        sid = self.slice_id(d)
+        if self.utf8_upgrade is None or sid != self.utf8_upgrade[0] or self.absorb[d] != UNBOUNDED:
+            return sid
+        if d in self._utf8_checked:
+            return sid
+        self._utf8_checked.add(d)
+        nxt = self._slice_step(d)[1]
+        if nxt != d and self.upgrade_to_utf8(nxt) != self.utf8_upgrade[1]:
+            return sid
+        if self._utf8_to(d, nxt):
+            self.slice_of[d] = self.utf8_upgrade[1]
+        return int(self.slice_of[d])
 
     def slice_id(self, d: int) -> int:
         """The slice of d (computed on first use)."""
@@ -191,9 +216,13 @@ class LazyDfa:
                     if self.trans[s, 0] == UNKNOWN:
                         self.compute_row(s)
                     vals = self.trans[s, lo : hi + 1]
-                    if (vals < 0).any():
+                    low, high = int(vals.min()), int(vals.max())
+                    if low < 0:
                         return False
-                    nxt.update(np.unique(vals).tolist())
+                    if low == high:
+                        nxt.add(low)
+                    else:
+                        nxt.update(np.unique(vals).tolist())
                 cur = nxt
             if cur != {target}:
                 return False

@@ -46,7 +46,7 @@ class StateMask:
 def state_mask_c(dfa: LazyDfa, vocab: Vocabulary, d: int, nonempty_stack: bool) -> StateMask:
     """The C walk of the flat trie (grammar/_walk.c); same result as `state_mask`."""
     dfa.prepare(d)
-    sl = int(dfa.slice_of[d])
+    sl = dfa.upgrade_to_utf8(d)
     if sl >= 0:
         root = vocab.slice_list[sl]
         absorb = int(dfa.absorb[d])
@@ -69,7 +69,7 @@ def _text_first_bytes(dfa: LazyDfa, text: TokenSlice, d: int, words: np.ndarray)
     character of a string, or of an extra property name that must differ from the declared
     ones): OR in the tokens `b + text` for those first bytes b; returns the bytes (uint8 [256])."""
     target = dfa.dominant_target(d)
-    if target is None or dfa.slice_id(target) != text.id:
+    if target is None or dfa.upgrade_to_utf8(target) != text.id:
         return None
     firsts = (dfa.trans[d, :128] == target) & text.in_set[:128]  # [128]
     missing = np.nonzero(text.in_set[:128] & ~firsts)[0].tolist()

@@ -36,8 +36,9 @@ class Matcher:
             words = g._masks.get(self._history[-1])
             if words is None:
                 words = g.mask(self._history[-1])
-        if bitmask.device.type == "cpu":
-            bitmask.numpy()[row] = words  # a view: no tensor round trip
+        view = g.vocab.bitmask_view(bitmask)
+        if view is not None:
+            view[row] = words  # a numpy view of the CPU tensor: no tensor round trip
         else:
             bitmask[row].copy_(torch.from_numpy(words))
 

@@ -72,6 +72,7 @@ class Vocabulary:
         self.num_words = (vocab_size + 31) // 32
         self._build_arrays()
         self.cache: dict[tuple[Any, ...], Any] = {}
+        self._view: tuple[Any, np.ndarray] | None = None  # (bitmask tensor, its numpy view)
         self.cache_lock = threading.Lock()
 
     def _build_arrays(self) -> None:
@@ -117,6 +118,18 @@ class Vocabulary:
             self.slice_list.append(text)
             self.slice_pures.append(text.pure_flat)
         self.utf8_text_slice = text.id
+
+    def bitmask_view(self, bitmask: Any) -> np.ndarray | None:
+        """A numpy view of a CPU bitmask tensor (None on an accelerator); the last one is kept,
+        since an engine fills the same tensor every step."""
+        hit = self._view
+        if hit is not None and hit[0] is bitmask:
+            return hit[1]
+        if bitmask.device.type != "cpu":
+            return None
+        view = bitmask.numpy()
+        self._view = (bitmask, view)
+        return view
 
     def canonical_slice(self, in_set: np.ndarray) -> int:
         """Id of the first canonical slice whose bytes all lie in `in_set` (bool [256]), or -1."""
