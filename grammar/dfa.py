@@ -13,7 +13,7 @@ UNKNOWN = -2
 DEAD = -1
 FLAG_CALLS = 1
 FLAG_FINAL = 2
-MIN_SLICE_BYTES = 32  # a state sending fewer bytes to one target gets no token slice
+MIN_DOMINANT_BYTES = 32  # a state sending fewer bytes to one target gets no token slice
 NO_SLICE = -1
 SLICE_UNKNOWN = -2
 UNBOUNDED = 1 << 30  # absorb length of a state looping on its slice
@@ -44,7 +44,7 @@ class LazyDfa:
         self.slice_of = np.full(64, SLICE_UNKNOWN, dtype=np.int16)  # [cap]
         self.absorb = np.zeros(64, dtype=np.int32)  # [cap]
         self._slice_next: dict[int, tuple[int, int]] = {}  # dstate -> (slice id, target)
-        self._dominant: dict[int, int] = {}  # dstate -> target of at least MIN_SLICE_BYTES bytes
+        self._dominant: dict[int, int] = {}  # dstate -> target of at least MIN_DOMINANT_BYTES bytes
         self._utf8_checked: set[int] = set()
         self._calls: list[tuple[tuple[int, int], ...] | None] = []  # (rule, return dstate) per dstate
         self._call_rets: dict[int, dict[int, list[int]]] = {}  # dstate -> rule -> NFA return states
@@ -201,7 +201,7 @@ class LazyDfa:
         return int(self.slice_of[d])
 
     def dominant_target(self, d: int) -> int | None:
-        """The state that at least MIN_SLICE_BYTES bytes lead to from d, if any."""
+        """The state that at least MIN_DOMINANT_BYTES bytes lead to from d, if any."""
         if self.trans[d, 0] == UNKNOWN:
             self.compute_row(d)
         return self._dominant.get(d)
@@ -275,7 +275,7 @@ class LazyDfa:
                 counts[t] = counts.get(t, 0) + hi - lo + 1
         if counts:
             best = max(counts, key=counts.__getitem__)
-            if counts[best] >= MIN_SLICE_BYTES:
+            if counts[best] >= MIN_DOMINANT_BYTES:
                 self._dominant[d] = best
 
     def _segments(self, edges: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
