@@ -17,13 +17,19 @@ import argparse
 import itertools
 import os
 import statistics
+import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
-import torch
+# Run as a script, Python puts benchmarks/ first on sys.path, where benchmarks/grammar.py
+# shadows the grammar package that the engine core imports (its vocabulary build fails).
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
-from engine import LLM, SamplingParams, StructuredSpec
-from schemas.engine import EngineRequest
+import torch  # noqa: E402
+
+from engine import LLM, SamplingParams, StructuredSpec  # noqa: E402
+from schemas.engine import EngineRequest  # noqa: E402
 
 BACKENDS = ("native", "transformers")
 
