@@ -21,6 +21,9 @@ MAX_CACHED_MASKS = 20_000
 # A bounded run (e.g. a string with maxLength) is followed this many bytes ahead to size its
 # slice: each byte costs a DFA row, and longer tokens are few (the walk checks them one by one).
 MAX_ABSORB = 16
+# With this many tokens holding non-ASCII bytes, checking that a bounded run (maxLength string)
+# takes any UTF-8 character (a few DFA rows per step) costs less than walking those tokens.
+UTF8_RUN_TOKENS = 50_000
 
 
 class CompiledGrammar:
@@ -36,6 +39,7 @@ class CompiledGrammar:
         self.nfa = build_nfa(grammar)
         self.dfa = LazyDfa(self.nfa, self._slice_id if uses_c_walk() else None, min(vocab.max_len, MAX_ABSORB))
         self.dfa.utf8_upgrade = (0, vocab.utf8_text_slice)
+        self.dfa.utf8_runs = vocab.num_non_ascii >= UTF8_RUN_TOKENS
         self.initial: States = frozenset((((), self.dfa.rule_start[0]),))
         self.lock = threading.RLock()
         self._state_masks: dict[tuple[int, bool], StateMask] = {}

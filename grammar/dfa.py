@@ -46,6 +46,8 @@ class LazyDfa:
         self._slice_next: dict[int, tuple[int, int]] = {}  # dstate -> (slice id, target)
         self._dominant: dict[int, int] = {}  # dstate -> target of at least MIN_DOMINANT_BYTES bytes
         self._utf8_checked: set[int] = set()
+        self._utf8_pairs: dict[tuple[int, int], bool] = {}  # (state, next) -> characters step there
+        self.utf8_runs = False  # also check bounded runs (set when the vocabulary has many non-ASCII tokens)
         self._calls: list[tuple[tuple[int, int], ...] | None] = []  # (rule, return dstate) per dstate
         self._call_rets: dict[int, dict[int, list[int]]] = {}  # dstate -> rule -> NFA return states
         self.final_states = frozenset(nfa.rule_final)
@@ -178,19 +180,30 @@ class LazyDfa:
         self.slice_of[d] = sid if steps else NO_SLICE
 
     def upgrade_to_utf8(self, d: int) -> int:
-        """The slice of d, first widened to string text with UTF-8 characters when d (or the
-        state its text bytes lead to) loops on every complete character. Only worth its rows for
-        a state a mask starts from, so the walk's inner states keep the ASCII slice."""
+        """The slice of d, first widened to string text with UTF-8 characters when every complete
+        character takes d where a text byte does (a loop, or each step of a bounded run when
+        `utf8_runs`: many non-ASCII tokens). Only worth its rows for a state a mask starts from,
+        so the walk's inner states keep the ASCII slice."""
         sid = self.slice_id(d)
-        if self.utf8_upgrade is None or sid != self.utf8_upgrade[0] or self.absorb[d] != UNBOUNDED:
-            return sid
-        if d in self._utf8_checked:
+        if self.utf8_upgrade is None or sid != self.utf8_upgrade[0] or d in self._utf8_checked:
             return sid
         self._utf8_checked.add(d)
         nxt = self._slice_step(d)[1]
-        if nxt != d and self.upgrade_to_utf8(nxt) != self.utf8_upgrade[1]:
-            return sid
-        if self._utf8_to(d, nxt):
+        if self.absorb[d] == UNBOUNDED:
+            if nxt != d and self.upgrade_to_utf8(nxt) != self.utf8_upgrade[1]:
+                return sid
+            if self._utf8_to(d, nxt):
+                self.slice_of[d] = self.utf8_upgrade[1]
+        elif self.utf8_runs:  # a bounded run: a character of k bytes uses one step, not k
+            cur = d
+            for _ in range(int(self.absorb[d])):
+                nxt = self._slice_step(cur)[1]
+                ok = self._utf8_pairs.get((cur, nxt))
+                if ok is None:
+                    ok = self._utf8_pairs[(cur, nxt)] = self._utf8_to(cur, nxt)
+                if not ok:
+                    return sid
+                cur = nxt
             self.slice_of[d] = self.utf8_upgrade[1]
         return int(self.slice_of[d])
 

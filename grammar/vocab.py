@@ -90,6 +90,7 @@ class Vocabulary:
         self.trie = build_trie(mat, self.lens)
         self.flat = flatten_trie(self.trie, self.sorted_ids)
         self.trie_arrays = self.flat.arrays()
+        self.num_non_ascii = int((mat >= 0x80).any(axis=1).sum())  # tokens holding a non-ASCII byte
         self.max_len = int(max_len)
         same = np.zeros(n, dtype=bool)  # tokens whose bytes repeat the previous row's
         if n > 1:

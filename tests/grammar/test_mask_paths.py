@@ -126,11 +126,17 @@ def test_real_tokenizer_masks_match_the_numpy_walk(smollm2_tokenizer, smollm2_vo
     ({"type": "object", "properties": {"s": {"type": "string", "minLength": 2}}}, b'{"s":"'),
     ({"type": "object", "properties": {"s": {"type": "string", "minLength": 2}}}, b'{"s":"a'),
     ({"type": "object", "properties": {"s": {"type": "string", "maxLength": 3}}}, b'{"s":"a'),
+    ({"type": "object", "properties": {"s": {"type": "string", "maxLength": 5}}}, b'{"s":"'),
+    ({"type": "object", "properties": {"s": {"type": "string", "maxLength": 9}}}, '{"s":"é'.encode()),
+    ({"type": "object", "properties": {"s": {"type": "string", "minLength": 4, "maxLength": 30}}}, b'{"s":"ab'),
 ])
-def test_text_shortcuts_match_brute_force(schema, prefix, monkeypatch):
-    """First characters of strings and extra property names (tokens `b + text`), bounded runs."""
+@pytest.mark.parametrize("utf8_runs", [False, True])
+def test_text_shortcuts_match_brute_force(schema, prefix, utf8_runs, monkeypatch):
+    """First characters of strings and extra property names (tokens `b + text`), bounded runs
+    (with and without the UTF-8 check of each step that 262k vocabularies turn on)."""
     vocab = _random_vocab(3, size=600)
     g = CompiledGrammar(compile_schema_to_grammar(schema, "compact"), vocab)
+    g.dfa.utf8_runs = utf8_runs
     m = g.matcher()
     assert m.accept_bytes(prefix)
     want = _brute(g, m.state)
