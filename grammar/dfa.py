@@ -219,8 +219,14 @@ class LazyDfa:
             self.compute_row(d)
         return self._dominant.get(d)
 
+    def utf8_to(self, d: int, target: int) -> bool:
+        """True when every complete multi-byte UTF-8 character leads from d to `target` (cached)."""
+        ok = self._utf8_pairs.get((d, target))
+        if ok is None:
+            ok = self._utf8_pairs[(d, target)] = self._utf8_to(d, target)
+        return ok
+
     def _utf8_to(self, d: int, target: int) -> bool:
-        """True when every complete multi-byte UTF-8 character leads from d to `target`."""
         for seq in UTF8_SEQUENCES:
             cur = {d}
             for lo, hi in seq:
@@ -285,7 +291,7 @@ class LazyDfa:
                 row[lo] = t
             else:
                 row[lo : hi + 1] = t
-                counts[t] = counts.get(t, 0) + hi - lo + 1
+            counts[t] = counts.get(t, 0) + hi - lo + 1
         if counts:
             best = max(counts, key=counts.__getitem__)
             if counts[best] >= MIN_DOMINANT_BYTES:

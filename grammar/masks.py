@@ -19,7 +19,7 @@ except ImportError:  # built by setup.py; without a C compiler the numpy walk be
 
 
 _NO_BYTES = bytes(256)
-MAX_MISSING_FIRST_BYTES = 16
+_HIGH_BYTES = bytes(1 if b >= 0x80 else 0 for b in range(128, 256))  # uint8 [128], bytes 0x80..0xFF
 
 
 def uses_c_walk() -> bool:
@@ -72,15 +72,21 @@ def _text_first_bytes(dfa: LazyDfa, text: TokenSlice, d: int, words: np.ndarray)
     if target is None or dfa.upgrade_to_utf8(target) != text.id:
         return None
     firsts = (dfa.trans[d, :128] == target) & text.in_set[:128]  # [128]
+    taken = np.nonzero(firsts)[0].tolist()
     missing = np.nonzero(text.in_set[:128] & ~firsts)[0].tolist()
-    if len(missing) > MAX_MISSING_FIRST_BYTES:
+    if not taken:
         return None
-    if missing:
-        dropped = np.bitwise_or.reduce([text.first_words[b] for b in missing])
-        words |= text.rest_words & ~dropped
-    else:
+    if not missing:
         words |= text.rest_words
-    return firsts.astype(np.uint8).tobytes() + bytes(128)
+    elif len(missing) < len(taken):
+        words |= text.rest_words & ~np.bitwise_or.reduce([text.first_words[b] for b in missing])
+    else:
+        words |= np.bitwise_or.reduce([text.first_words[b] for b in taken])
+    high = bytes(128)
+    if dfa.utf8_to(d, target):  # a first character of several bytes goes there too
+        words |= text.multi_first_words
+        high = _HIGH_BYTES
+    return firsts.astype(np.uint8).tobytes() + high
 
 
 def _step(dfa: LazyDfa, states: np.ndarray, cols: np.ndarray) -> np.ndarray:

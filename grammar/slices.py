@@ -75,7 +75,7 @@ class TokenSlice:
     state); `pure` is the per-depth form (numpy walk)."""
 
     __slots__ = ("id", "in_set", "utf8", "set_bytes", "words", "pure_flat", "root_pure_flat", "_pure", "_vocab", "_ok",
-                 "_upto", "rest_words", "first_words")
+                 "_upto", "rest_words", "first_words", "multi_first_words")
 
     def __init__(self, slice_id: int, in_set: np.ndarray, vocab: Vocabulary, utf8: bool = False) -> None:
         self.id = slice_id
@@ -117,8 +117,10 @@ class TokenSlice:
         self.words = self._pack(ok)
         self.rest_words = np.zeros(vocab.num_words, dtype=np.int32)
         self.first_words: dict[int, np.ndarray] = {}
+        self.multi_first_words = self.rest_words
         if utf8:
             self._first_byte_words(member, vocab)
+            self.multi_first_words = self._pack(ok & (vocab.first_byte >= 0x80))  # first char non-ASCII
 
     def _first_byte_words(self, member: np.ndarray, vocab: Vocabulary) -> None:
         """Per ASCII byte b of the set: the tokens b + (slice text); for a state that sends b to a
