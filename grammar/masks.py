@@ -1,4 +1,5 @@
-"""Token masks for a set of pushdown configurations: a level-by-level walk of the token trie."""
+"""Token masks for a set of pushdown configurations: the C trie walk (grammar/_walk.c) per DFA
+state, or without the extension a level-by-level numpy walk; candidates checked against the stack."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ import numpy as np
 from grammar.dfa import FLAG_CALLS, FLAG_FINAL, UNKNOWN, LazyDfa
 from grammar.pda import States, advance, expand, is_complete
 from grammar.trie import TrieLevel
-from grammar.slices import TokenSlice
-from grammar.vocab import MIN_SLICE_BYTES, Vocabulary, pack_bits
+from grammar.slices import TokenSlice, pack_bits
+from grammar.vocab import MIN_SLICE_BYTES, Vocabulary
 
 try:
     from grammar import _walk
