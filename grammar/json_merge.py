@@ -17,10 +17,11 @@ SUPPORTED = frozenset({
     "additionalProperties", "items", "prefixItems", "additionalItems", "minItems", "maxItems",
     "minLength", "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum",
     "exclusiveMaximum", "multipleOf", "nullable", "uniqueItems", "minProperties", "maxProperties",
+    "patternProperties",
 })
 UNSUPPORTED = frozenset({
     "not", "if", "then", "else", "dependencies", "dependentRequired", "dependentSchemas",
-    "patternProperties", "propertyNames", "contains", "minContains", "maxContains",
+    "propertyNames", "contains", "minContains", "maxContains",
     "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef", "$dynamicAnchor",
     "$recursiveAnchor",
 })
@@ -118,6 +119,9 @@ def _merge_two(a: dict[str, Any], b: dict[str, Any], where: str) -> dict[str, An
             out[key] = False if old is False or value is False else {"allOf": [old, value]}
         elif old != value:
             raise GrammarError(f"{where}/allOf: conflicting values for keyword {key!r}")
+    object_keys = ("properties", "required", "additionalProperties", "patternProperties")
+    if "patternProperties" in out and any(k in a for k in object_keys) and any(k in b for k in object_keys):
+        raise GrammarError(f"{where}/allOf: patternProperties merged with other object keywords is not supported")
     if b.get("additionalProperties") is False or a.get("additionalProperties") is False:
         closed = b if b.get("additionalProperties") is False else a
         allowed = set(closed.get("properties", {}))
@@ -189,6 +193,8 @@ def _exclusive(root: Any, a: tuple[set[str], Any], b: tuple[set[str], Any]) -> b
 
 
 def _objects_exclusive(root: Any, sa: dict[str, Any], sb: dict[str, Any]) -> bool:
+    if "patternProperties" in sa or "patternProperties" in sb:
+        return False  # which keys a pattern admits is not compared: never claim exclusivity
     pa, pb = sa.get("properties", {}), sb.get("properties", {})
     ra, rb = set(sa.get("required", [])), set(sb.get("required", []))
     if sa.get("additionalProperties") is False and any(k not in pa for k in rb):

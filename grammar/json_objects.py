@@ -1,12 +1,14 @@
-"""JSON objects (ordered properties, required, additionalProperties) and arrays as grammar nodes."""
+"""JSON objects (ordered properties, required, additionalProperties, patternProperties) and arrays as grammar nodes."""
 
 from __future__ import annotations
 
 import json
+import re
 from typing import TYPE_CHECKING, Any
 
 from grammar.ir import EMPTY, NOTHING, GrammarError, Graph, Node, Repeat, alt, lit, opt, seq
-from grammar.json_text import key_excluding
+from grammar.json_text import json_char, key_excluding, quoted
+from grammar.regex import regex_to_node
 
 if TYPE_CHECKING:
     from grammar.json_schema import SchemaCompiler
@@ -50,12 +52,70 @@ def object_node(sc: "SchemaCompiler", schema: dict[str, Any], where: str) -> Nod
             continue
         members.append((member, name in required))
     extra: Node | None = None
-    if extra_schema is not False:
+    patterns = _effective_patterns(schema, extra_schema, names, where)
+    if patterns:
+        value = sc.node(next(iter(patterns.values())), f"{where}/patternProperties/{_escape(next(iter(patterns)))}")
+        keys = alt(*[quoted(regex_to_node(p, json_char, f"{where}/patternProperties", search=True)) for p in patterns])
+        if value != NOTHING:
+            extra = seq(keys, ws, lit(":"), ws, value)
+    elif extra_schema is not False:
         value = sc.node(extra_schema, f"{where}/additionalProperties")
         if value != NOTHING:
             extra = seq(key_excluding(names, sc.char), ws, lit(":"), ws, value)
-    _check_property_counts(schema, members, extra, where)
-    return seq(lit("{"), ws, _members_graph(members, extra, seq(ws, lit(","), ws)), ws, lit("}"))
+    comma = seq(ws, lit(","), ws)
+    if not members and extra is not None and ("minProperties" in schema or "maxProperties" in schema):
+        body = _counted(extra, comma, _count(schema, "minProperties", where) or 0, _count(schema, "maxProperties", where))
+    else:
+        _check_property_counts(schema, members, extra, where)
+        body = _members_graph(members, extra, comma)
+    return seq(lit("{"), ws, body, ws, lit("}")) if body != NOTHING else NOTHING
+
+
+def _counted(member: Node, comma: Node, lo: int, hi: int | None) -> Node:
+    """lo..hi comma-separated members (a dictionary-like object under min/maxProperties)."""
+    if hi is not None and hi < lo:
+        return NOTHING
+    if hi == 0:
+        return EMPTY
+    more = Repeat(seq(comma, member), max(lo - 1, 0), None if hi is None else hi - 1)
+    some = seq(member, more)
+    return some if lo > 0 else alt(EMPTY, some)
+
+
+def _effective_patterns(schema: dict[str, Any], extra_schema: Any, names: list[str], where: str) -> dict[str, Any]:
+    """The patternProperties that shape the extra keys, or {} when they change nothing.
+
+    Exact cases only: every pattern's schema equals additionalProperties (the patterns change
+    nothing), or additionalProperties is false and all patterns share one schema and match
+    no declared property (extra keys are then exactly the strings some pattern matches)."""
+    patterns = schema.get("patternProperties")
+    if patterns is None:
+        return {}
+    if not isinstance(patterns, dict):
+        raise GrammarError(f"{where}/patternProperties: must be an object")
+    here = f"{where}/patternProperties"
+    for pattern in patterns:
+        try:
+            rx = re.compile(pattern)
+        except re.error as exc:
+            raise GrammarError(f"{here}/{_escape(pattern)}: invalid pattern ({exc})") from None
+        if extra_schema is False:
+            for name in names:
+                if rx.search(name):
+                    raise GrammarError(f"{here}/{_escape(pattern)}: a pattern that matches the declared property "
+                                       f"{name!r} is not supported")  # fmt: skip
+    def canonical(s: Any) -> str:
+        return "true" if s == {} else json.dumps(s, sort_keys=True)
+
+    schemas = {canonical(s) for s in patterns.values()}
+    if schemas <= {canonical(extra_schema)}:
+        return {}
+    if extra_schema is not False:
+        raise GrammarError(f"{here}: only supported with additionalProperties false, or with every pattern's "
+                           f"schema equal to additionalProperties")  # fmt: skip
+    if len(schemas) > 1:
+        raise GrammarError(f"{here}: patterns with different schemas are not supported")
+    return patterns
 
 
 def _check_property_counts(schema: dict[str, Any], members: list[tuple[Node, bool]], extra: Node | None, where: str) -> None:
