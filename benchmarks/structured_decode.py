@@ -6,7 +6,8 @@ whose minimum valid output is longer than OUTPUT_LEN (arrays with minItems), so 
 at the token limit like the unconstrained ones (ignore_eos) and both runs decode the same
 number of tokens at the same batch size. Runs alternate constrained / unconstrained,
 `--repeats` times; the table gives medians and their ratio (target: >= 0.9). Prompts differ
-per request and per run, so the prefix cache does not help either side.
+per request and per run (constrained and unconstrained runs included), so the prefix cache
+does not help either side.
 
     .venv/bin/python benchmarks/structured_decode.py                     # 16 requests, 128 tokens, 3 repeats
     .venv/bin/python benchmarks/structured_decode.py --concurrency 1 16 --threads 2 --plot out.png
@@ -108,8 +109,10 @@ def main() -> None:
     for num in args.concurrency:
         free, constrained = [], []
         for r in range(args.repeats):
-            constrained.append(run(llm, num, args.output_len, True, r))
-            free.append(run(llm, num, args.output_len, False, r))
+            # Distinct prompts for every run (run index in the system prompt): neither side
+            # may reuse the other's prefill through the prefix cache.
+            constrained.append(run(llm, num, args.output_len, True, 2 * r))
+            free.append(run(llm, num, args.output_len, False, 2 * r + 1))
             print(f"n={num} repeat {r}: constrained {constrained[-1]:.1f} tok/s, unconstrained {free[-1]:.1f} tok/s",
                   flush=True)
         rows.append((num, statistics.median(constrained), statistics.median(free)))
