@@ -4,8 +4,9 @@ A request with a `StructuredSpec` waits here until its grammar is compiled on a 
 thread (other requests keep stepping meanwhile), then enters the scheduler. Each step the
 matchers of the rows about to sample fill their bitmask rows on another worker thread
 while the model's forward pass runs (torch releases the GIL in its kernels), so mask time
-hides behind compute; after sampling, each matcher accepts its request's token. A compile error or a compile that overruns the time
-limit ends the request with an error output naming the problem.
+hides behind compute; after sampling, each matcher accepts its request's token. A compile
+error or a compile that overruns the time limit ends the request with an error output
+naming the problem (clients compile first, through `GrammarChecker`, so this is rare).
 """
 
 from __future__ import annotations

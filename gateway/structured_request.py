@@ -18,6 +18,8 @@ from schemas.engine import StructuredSpec
 _KINDS = ("json", "regex", "choice", "grammar", "json_object", "structural_tag")
 # Options that do not change the grammar here: we never fall back to another backend.
 _NEUTRAL = ("disable_fallback",)
+# Every option structured_outputs may carry; the whitespace ones are read by `_whitespace`.
+_OPTIONS = frozenset(_KINDS + _NEUTRAL + ("whitespace_pattern", "disable_any_whitespace", "disable_additional_properties"))
 _GUIDED = ("json", "regex", "choice", "grammar", "whitespace_pattern")  # guided_<key> -> structured_outputs[key]
 
 
@@ -101,8 +103,7 @@ def from_structured_outputs(options: dict[str, Any] | None) -> Constraint | None
     if options is None:
         return None
     param = "structured_outputs"
-    unknown = set(options) - set(_KINDS) - set(_NEUTRAL) - {"whitespace_pattern", "disable_any_whitespace",
-                                                              "disable_additional_properties"}  # fmt: skip
+    unknown = set(options) - _OPTIONS
     if unknown:
         raise bad_request(f"{param} has unknown option(s) {sorted(unknown)}", param)
     kinds = [k for k in _KINDS if options.get(k) not in (None, False)]
