@@ -9,6 +9,11 @@ import numpy as np
 from grammar.nfa import Nfa
 from grammar.slices import UTF8_SEQUENCES
 
+try:
+    from grammar import _dfa
+except ImportError:  # built by setup.py; without a C compiler rows are built in Python below
+    _dfa = None
+
 UNKNOWN = -2
 DEAD = -1
 FLAG_CALLS = 1
@@ -23,10 +28,12 @@ class LazyDfa:
     """Transition table grown on demand; rows are filled the first time a state is stepped from.
 
     Owned by one compiled grammar; read by its matchers and its mask computation under the
-    grammar's lock.
+    grammar's lock. Rows are built by the C extension grammar/_dfa.c when it is built (`use_c`
+    None), else by the Python code below; both give the same state ids, rows and slices.
     """
 
-    def __init__(self, nfa: Nfa, slicer: Callable[[np.ndarray], int] | None = None, max_absorb: int = 64) -> None:
+    def __init__(self, nfa: Nfa, slicer: Callable[[np.ndarray], int] | None = None, max_absorb: int = 64,
+                 use_c: bool | None = None) -> None:
         self.nfa = nfa
         self.slicer = slicer  # byte set -> vocabulary slice id (-1: none)
         self.max_absorb = max_absorb  # longest token: absorb lengths are only needed up to it
@@ -43,18 +50,43 @@ class LazyDfa:
         # sends a state to one target, and how many bytes of it the state surely absorbs.
         self.slice_of = np.full(64, SLICE_UNKNOWN, dtype=np.int16)  # [cap]
         self.absorb = np.zeros(64, dtype=np.int32)  # [cap]
+        self.dominant = np.full(64, DEAD, dtype=np.int32)  # [cap] target of at least MIN_DOMINANT_BYTES bytes
         self._slice_next: dict[int, tuple[int, int]] = {}  # dstate -> (slice id, target)
-        self._dominant: dict[int, int] = {}  # dstate -> target of at least MIN_DOMINANT_BYTES bytes
         self._utf8_checked: set[int] = set()
         self._utf8_pairs: dict[tuple[int, int], bool] = {}  # (state, next) -> characters step there
         self.utf8_runs = False  # also check bounded runs (set when the vocabulary has many non-ASCII tokens)
-        self._calls: list[tuple[tuple[int, int], ...] | None] = []  # (rule, return dstate) per dstate
+        self._calls: dict[int, tuple[tuple[int, int], ...]] = {}  # dstate -> (rule, return dstate) pairs
         self._call_rets: dict[int, dict[int, list[int]]] = {}  # dstate -> rule -> NFA return states
         self.final_states = frozenset(nfa.rule_final)
         self._closure: dict[int, frozenset[int]] = {}
         self._targets: dict[frozenset[int], int] = {}
         self._singles: dict[int, int] = {}  # NFA state -> dstate of its closure
-        self.rule_start = [self.state_of(self.closure((s,))) for s in nfa.rule_start]
+        if use_c is None:
+            use_c = _dfa is not None
+        elif use_c and _dfa is None:
+            raise RuntimeError("grammar._dfa is not built (pip install -e . with a C compiler)")
+        self._core = None
+        if use_c:
+            self._core = _dfa.Builder(nfa.byte_edges, nfa.eps, nfa.calls, nfa.rule_final, slicer is not None, max_absorb)
+            self._core.bind(self)
+        self.rule_start = [self._state_of_closure((s,)) for s in nfa.rule_start]
+
+    @property
+    def num_states(self) -> int:
+        return self._core.num_states() if self._core is not None else len(self.sets)
+
+    def nfa_states(self, d: int) -> tuple[int, ...]:
+        """The sorted NFA states of DFA state d."""
+        return self._core.nfa_states(d) if self._core is not None else tuple(sorted(self.sets[d]))
+
+    def _state_of_closure(self, states: tuple[int, ...] | list[int]) -> int:
+        if self._core is not None:
+            return self._core.intern_closure(self, states)
+        return self.state_of(self.closure(states))
+
+    def _slice_bytes(self, in_set: bytes) -> int:
+        """The slicer on a byte set given as 256 0/1 bytes (called by grammar/_dfa.c)."""
+        return self.slicer(np.frombuffer(in_set, dtype=bool))
 
     def closure(self, states: tuple[int, ...] | frozenset[int]) -> frozenset[int]:
         out: set[int] = set()
@@ -101,10 +133,9 @@ class LazyDfa:
         self.is_final[d] = not states.isdisjoint(self.final_states)
         self.flags[d] = FLAG_FINAL if self.is_final[d] else 0
         groups: dict[int, list[int]] = {}
-        for s in states:
+        for s in sorted(states):  # sorted: the C path groups in the same order
             for rule, ret in self.nfa.calls[s]:
                 groups.setdefault(rule, []).append(ret)
-        self._calls.append(None if groups else ())
         if groups:
             self.has_calls[d] = True
             self.flags[d] |= FLAG_CALLS
@@ -114,10 +145,15 @@ class LazyDfa:
     def calls(self, d: int) -> tuple[tuple[int, int], ...]:
         """(rule, return dstate) pairs of d; return states are built on first use (a long chain
         of calls, e.g. a hoisted repeat, would otherwise be determinized all at once)."""
-        out = self._calls[d]
+        out = self._calls.get(d)
         if out is None:
-            groups = self._call_rets.pop(d)
-            out = tuple((r, self.state_of(self.closure(tuple(rets)))) for r, rets in groups.items())
+            if not self.has_calls[d]:
+                return ()
+            if self._core is not None:
+                groups = self._core.call_groups(d)
+            else:
+                groups = list(self._call_rets.pop(d).items())
+            out = tuple((r, self._state_of_closure(rets)) for r, rets in groups)
             self._calls[d] = out
         return out
 
@@ -132,9 +168,13 @@ class LazyDfa:
         self.flags = np.concatenate([self.flags, np.zeros(cap - len(self.flags), dtype=np.uint8)])
         self.slice_of = np.concatenate([self.slice_of, np.full(cap - len(self.slice_of), SLICE_UNKNOWN, dtype=np.int16)])
         self.absorb = np.concatenate([self.absorb, np.zeros(cap - len(self.absorb), dtype=np.int32)])
+        self.dominant = np.concatenate([self.dominant, np.full(cap - len(self.dominant), DEAD, dtype=np.int32)])
 
     def prepare(self, d: int) -> None:
         """Fill row d, its slice id and absorb length (called by the C walk when unknown)."""
+        if self._core is not None:
+            self._core.prepare(self, d)
+            return
         if self.trans[d, 0] == UNKNOWN:
             self.compute_row(d)
         if self.slice_of[d] == SLICE_UNKNOWN:
@@ -142,14 +182,16 @@ class LazyDfa:
 
     def _slice_step(self, d: int) -> tuple[int, int]:
         """(slice id, target): a vocabulary slice whose bytes all lead from d to one target."""
+        if self._core is not None:
+            return self._core.slice_step(self, d)
         hit = self._slice_next.get(d)
         if hit is not None:
             return hit
         if self.trans[d, 0] == UNKNOWN:
             self.compute_row(d)
         out = (NO_SLICE, DEAD)
-        target = self._dominant.get(d)
-        if self.slicer is not None and target is not None:
+        target = int(self.dominant[d])
+        if self.slicer is not None and target >= 0:
             out = (self.slicer(self.trans[d] == target), target)
         self._slice_next[d] = out
         return out
@@ -217,7 +259,8 @@ class LazyDfa:
         """The state that at least MIN_DOMINANT_BYTES bytes lead to from d, if any."""
         if self.trans[d, 0] == UNKNOWN:
             self.compute_row(d)
-        return self._dominant.get(d)
+        t = int(self.dominant[d])
+        return t if t >= 0 else None
 
     def utf8_to(self, d: int, target: int) -> bool:
         """True when every complete multi-byte UTF-8 character leads from d to `target` (cached)."""
@@ -227,11 +270,13 @@ class LazyDfa:
         return ok
 
     def _utf8_to(self, d: int, target: int) -> bool:
+        if self._core is not None:
+            return self._core.utf8_to(self, d, target, UTF8_SEQUENCES)
         for seq in UTF8_SEQUENCES:
             cur = {d}
             for lo, hi in seq:
                 nxt: set[int] = set()
-                for s in cur:
+                for s in sorted(cur):  # sorted: rows are made in the same order as in C
                     if self.trans[s, 0] == UNKNOWN:
                         self.compute_row(s)
                     vals = self.trans[s, lo : hi + 1]
@@ -264,6 +309,9 @@ class LazyDfa:
 
     def compute_row(self, d: int) -> None:
         """Fill trans[d, :] for all 256 bytes (one closure per distinct target set)."""
+        if self._core is not None:
+            self._core.row(self, d)
+            return
         be = self.nfa.byte_edges
         states = self.sets[d]
         if len(states) == 1:
@@ -295,7 +343,7 @@ class LazyDfa:
         if counts:
             best = max(counts, key=counts.__getitem__)
             if counts[best] >= MIN_DOMINANT_BYTES:
-                self._dominant[d] = best
+                self.dominant[d] = best
 
     def _segments(self, edges: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
         """Overlapping ranges: split at every range boundary; each piece goes to the closure of

@@ -1,0 +1,792 @@
+/* grammar._dfa: DFA row construction for grammar/dfa.py's LazyDfa, in C.
+ *
+ * A Builder reads the NFA's Python lists (byte_edges, eps, calls; never changed after the build)
+ * and keeps, per NFA state, its epsilon closure (the states with byte edges, calls or a rule
+ * end), and a hash table from sorted NFA-state sets to DFA state ids.  It writes into the
+ * LazyDfa's numpy tables (trans, flags, is_final, has_calls, slice_of, absorb, dominant), which it
+ * holds as buffers; when a new DFA state does not fit, it calls `dfa._grow()` and takes the new
+ * tables.  State ids are given in the same order as the Python path of dfa.py, so both build
+ * the same automaton.  The C walk (grammar/_walk.c) reaches `prepare` and `row` through the
+ * capsule `grammar._dfa._C_API` without going through Python.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define UNKNOWN (-2)
+#define DEAD (-1)
+#define FLAG_CALLS 1
+#define FLAG_FINAL 2
+#define MIN_DOMINANT_BYTES 32
+#define NO_SLICE (-1)
+#define SLICE_UNKNOWN (-2)
+#define UNBOUNDED (1 << 30)
+#define NUM_TABLES 7
+
+enum { T_TRANS, T_FLAGS, T_FINAL, T_CALLS, T_SLICE, T_ABSORB, T_DOMINANT };
+static const char *TABLE_NAMES[NUM_TABLES] = {"trans", "flags", "is_final", "has_calls", "slice_of", "absorb", "dominant"};
+
+typedef struct {
+    int32_t *data;
+    Py_ssize_t len, cap;
+} Vec;
+
+static int vec_reserve(Vec *v, Py_ssize_t extra) {
+    if (v->len + extra <= v->cap) return 0;
+    Py_ssize_t cap = v->cap ? v->cap : 64;
+    while (cap < v->len + extra) cap *= 2;
+    int32_t *p = realloc(v->data, cap * sizeof(int32_t));
+    if (!p) { PyErr_NoMemory(); return -1; }
+    v->data = p;
+    v->cap = cap;
+    return 0;
+}
+
+static inline int vec_push(Vec *v, int32_t x) {
+    if (v->len == v->cap && vec_reserve(v, 1) < 0) return -1;
+    v->data[v->len++] = x;
+    return 0;
+}
+
+typedef struct {
+    uint64_t bits[4];
+    int sid;
+} SliceKey;
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *edges, *eps, *calls;  /* the Nfa's lists */
+    Py_ssize_t num_nfa;
+    uint8_t *nfa_final;             /* [num_nfa] */
+    int32_t *cl_off, *cl_len;       /* [num_nfa] closure in cl_pool; cl_len 0 = unknown, else len + 1 */
+    int32_t *single;                /* [num_nfa] dstate + 1 of the state's closure (0 = unknown) */
+    uint32_t *mark_a, *mark_b;      /* [num_nfa] generation stamps */
+    uint32_t gen_a, gen_b;
+    Vec cl_pool, set_pool, scratch, todo, edge_buf;
+    /* per DFA state */
+    int32_t *set_off, *set_len, *sn_sid, *sn_target;  /* sn_sid SLICE_UNKNOWN: slice step not known */
+    uint64_t *set_hash;
+    Py_ssize_t num_states, states_cap;
+    int32_t *table;                 /* open addressing: dstate + 1, 0 empty */
+    Py_ssize_t table_cap;
+    SliceKey *slices;
+    Py_ssize_t num_slices;
+    int has_slicer, max_absorb;
+    /* the LazyDfa's tables */
+    Py_buffer views[NUM_TABLES];
+    int bound;
+    Py_ssize_t cap;                 /* rows in the tables */
+    long generation;                /* bumped when the tables are fetched again */
+    PyObject *dfa;                  /* borrowed, during one call */
+} Builder;
+
+#define TRANS(b) ((int32_t *)(b)->views[T_TRANS].buf)
+#define FLAGS(b) ((uint8_t *)(b)->views[T_FLAGS].buf)
+#define IS_FINAL(b) ((uint8_t *)(b)->views[T_FINAL].buf)
+#define HAS_CALLS(b) ((uint8_t *)(b)->views[T_CALLS].buf)
+#define SLICE(b) ((int16_t *)(b)->views[T_SLICE].buf)
+#define ABSORB(b) ((int32_t *)(b)->views[T_ABSORB].buf)
+#define DOMINANT(b) ((int32_t *)(b)->views[T_DOMINANT].buf)
+
+static void release_tables(Builder *b) {
+    if (b->bound) {
+        for (int i = 0; i < NUM_TABLES; i++) PyBuffer_Release(&b->views[i]);
+        b->bound = 0;
+    }
+}
+
+/* (Re)fetch the LazyDfa's tables after it has created or grown them. */
+static int bind_tables(Builder *b, PyObject *dfa) {
+    release_tables(b);
+    int got = 0;
+    for (; got < NUM_TABLES; got++) {
+        PyObject *a = PyObject_GetAttrString(dfa, TABLE_NAMES[got]);
+        if (!a) goto fail;
+        int rc = PyObject_GetBuffer(a, &b->views[got], PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS);
+        Py_DECREF(a);
+        if (rc < 0) goto fail;
+    }
+    b->cap = b->views[T_FLAGS].len;
+    if (b->views[T_TRANS].len < b->cap * 256 * 4 || b->views[T_SLICE].len < b->cap * 2 || b->views[T_FINAL].len < b->cap
+        || b->views[T_CALLS].len < b->cap || b->views[T_ABSORB].len < b->cap * 4 || b->views[T_DOMINANT].len < b->cap * 4) {
+        PyErr_SetString(PyExc_ValueError, "LazyDfa tables have inconsistent sizes");
+        b->bound = 1;
+        release_tables(b);
+        return -1;
+    }
+    b->bound = 1;
+    b->generation++;
+    return 0;
+fail:
+    for (int i = 0; i < got; i++) PyBuffer_Release(&b->views[i]);
+    return -1;
+}
+
+static int ensure_bound(Builder *b, PyObject *dfa) {
+    b->dfa = dfa;
+    return b->bound ? 0 : bind_tables(b, dfa);
+}
+
+/* ---- NFA access ---- */
+
+static inline PyObject *nfa_edges(Builder *b, int32_t s) { return PyList_GET_ITEM(b->edges, s); }
+
+static inline int keeps(Builder *b, int32_t s) {
+    return PyList_GET_SIZE(nfa_edges(b, s)) || PyList_GET_SIZE(PyList_GET_ITEM(b->calls, s)) || b->nfa_final[s];
+}
+
+static int check_state(Builder *b, long s) {
+    if (s < 0 || s >= b->num_nfa) { PyErr_SetString(PyExc_IndexError, "NFA state out of range"); return -1; }
+    return 0;
+}
+
+static inline long as_long(PyObject *o) { return PyLong_AsLong(o); }
+
+/* Closure of NFA state s (kept states only), sorted; returns its offset in cl_pool, len in *n. */
+static int closure(Builder *b, int32_t s, int32_t *off, int32_t *n) {
+    if (b->cl_len[s]) { *off = b->cl_off[s]; *n = b->cl_len[s] - 1; return 0; }
+    uint32_t ga = ++b->gen_a, gb = ++b->gen_b;
+    b->todo.len = 0;
+    b->scratch.len = 0;
+    b->mark_a[s] = ga;
+    if (vec_push(&b->todo, s) < 0) return -1;
+    while (b->todo.len) {
+        int32_t x = b->todo.data[--b->todo.len];
+        if (x != s && b->cl_len[x]) {  /* a known closure: take it whole */
+            const int32_t *c = b->cl_pool.data + b->cl_off[x];
+            for (int32_t i = 0; i < b->cl_len[x] - 1; i++)
+                if (b->mark_b[c[i]] != gb) { b->mark_b[c[i]] = gb; if (vec_push(&b->scratch, c[i]) < 0) return -1; }
+            continue;
+        }
+        if (keeps(b, x) && b->mark_b[x] != gb) { b->mark_b[x] = gb; if (vec_push(&b->scratch, x) < 0) return -1; }
+        PyObject *eps = PyList_GET_ITEM(b->eps, x);
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(eps); i++) {
+            long t = as_long(PyList_GET_ITEM(eps, i));
+            if (t == -1 && PyErr_Occurred()) return -1;
+            if (check_state(b, t) < 0) return -1;
+            if (b->mark_a[t] != ga) { b->mark_a[t] = ga; if (vec_push(&b->todo, (int32_t)t) < 0) return -1; }
+        }
+    }
+    return 0;  /* caller sorts and stores: see store_closure */
+}
+
+static int cmp_i32(const void *a, const void *b) {
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int closure_of(Builder *b, int32_t s, int32_t *off, int32_t *n) {
+    if (b->cl_len[s]) { *off = b->cl_off[s]; *n = b->cl_len[s] - 1; return 0; }
+    if (closure(b, s, off, n) < 0) return -1;
+    qsort(b->scratch.data, b->scratch.len, sizeof(int32_t), cmp_i32);
+    if (vec_reserve(&b->cl_pool, b->scratch.len) < 0) return -1;
+    b->cl_off[s] = (int32_t)b->cl_pool.len;
+    b->cl_len[s] = (int32_t)b->scratch.len + 1;
+    memcpy(b->cl_pool.data + b->cl_pool.len, b->scratch.data, b->scratch.len * sizeof(int32_t));
+    b->cl_pool.len += b->scratch.len;
+    *off = b->cl_off[s];
+    *n = b->cl_len[s] - 1;
+    return 0;
+}
+
+/* ---- DFA states ---- */
+
+static uint64_t hash_set(const int32_t *x, Py_ssize_t n) {
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)n;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        h ^= (uint64_t)(uint32_t)x[i];
+        h *= 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+    }
+    return h;
+}
+
+static int grow_states(Builder *b) {
+    Py_ssize_t cap = b->states_cap ? b->states_cap * 2 : 64;
+    int32_t *p;
+#define GROW(field, type)                                            \
+    p = (int32_t *)realloc(b->field, cap * sizeof(type));            \
+    if (!p) { PyErr_NoMemory(); return -1; }                         \
+    b->field = (void *)p;
+    GROW(set_off, int32_t)
+    GROW(set_len, int32_t)
+    GROW(sn_sid, int32_t)
+    GROW(sn_target, int32_t)
+    GROW(set_hash, uint64_t)
+#undef GROW
+    b->states_cap = cap;
+    return 0;
+}
+
+static int rehash(Builder *b) {
+    Py_ssize_t cap = b->table_cap ? b->table_cap * 2 : 256;
+    int32_t *t = calloc(cap, sizeof(int32_t));
+    if (!t) { PyErr_NoMemory(); return -1; }
+    for (Py_ssize_t d = 0; d < b->num_states; d++) {
+        Py_ssize_t i = b->set_hash[d] & (cap - 1);
+        while (t[i]) i = (i + 1) & (cap - 1);
+        t[i] = (int32_t)d + 1;
+    }
+    free(b->table);
+    b->table = t;
+    b->table_cap = cap;
+    return 0;
+}
+
+/* The DFA state of a sorted, duplicate-free set of NFA states (new: flags written). */
+static int32_t intern(Builder *b, const int32_t *x, Py_ssize_t n) {
+    uint64_t h = hash_set(x, n);
+    if (b->table_cap) {
+        Py_ssize_t i = h & (b->table_cap - 1);
+        while (b->table[i]) {
+            int32_t d = b->table[i] - 1;
+            if (b->set_hash[d] == h && b->set_len[d] == n && !memcmp(b->set_pool.data + b->set_off[d], x, n * sizeof(int32_t)))
+                return d;
+            i = (i + 1) & (b->table_cap - 1);
+        }
+    }
+    if (b->num_states >= b->states_cap && grow_states(b) < 0) return -1;
+    if ((b->num_states + 1) * 2 > b->table_cap && rehash(b) < 0) return -1;
+    if (b->num_states >= b->cap) {  /* the Python tables are full: let LazyDfa grow them */
+        PyObject *r = PyObject_CallMethod(b->dfa, "_grow", NULL);
+        if (!r) return -1;
+        Py_DECREF(r);
+        if (bind_tables(b, b->dfa) < 0) return -1;
+        if (b->num_states >= b->cap) { PyErr_SetString(PyExc_RuntimeError, "LazyDfa._grow did not grow"); return -1; }
+    }
+    /* x may point into set_pool: copy through the reserve */
+    Py_ssize_t src = (x >= b->set_pool.data && x < b->set_pool.data + b->set_pool.len) ? x - b->set_pool.data : -1;
+    if (vec_reserve(&b->set_pool, n) < 0) return -1;
+    if (src >= 0) x = b->set_pool.data + src;
+    int32_t d = (int32_t)b->num_states++;
+    b->set_off[d] = (int32_t)b->set_pool.len;
+    b->set_len[d] = (int32_t)n;
+    b->set_hash[d] = h;
+    b->sn_sid[d] = SLICE_UNKNOWN;
+    b->sn_target[d] = DEAD;
+    memmove(b->set_pool.data + b->set_pool.len, x, n * sizeof(int32_t));
+    b->set_pool.len += n;
+    Py_ssize_t i = h & (b->table_cap - 1);
+    while (b->table[i]) i = (i + 1) & (b->table_cap - 1);
+    b->table[i] = d + 1;
+    uint8_t final = 0, calls = 0;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        final |= b->nfa_final[x[k]];
+        calls |= PyList_GET_SIZE(PyList_GET_ITEM(b->calls, x[k])) != 0;
+    }
+    IS_FINAL(b)[d] = final;
+    HAS_CALLS(b)[d] = calls;
+    FLAGS(b)[d] = (final ? FLAG_FINAL : 0) | (calls ? FLAG_CALLS : 0);
+    return d;
+}
+
+/* The DFA state of the union of the closures of NFA states ts[0..n). */
+static int32_t target_of(Builder *b, const int32_t *ts, Py_ssize_t n) {
+    if (n == 1 && b->single[ts[0]]) return b->single[ts[0]] - 1;
+    int32_t off, len;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (closure_of(b, ts[i], &off, &len) < 0) return -1;
+    int32_t d;
+    if (n == 1) {
+        closure_of(b, ts[0], &off, &len);
+        d = intern(b, b->cl_pool.data + off, len);
+        if (d >= 0) b->single[ts[0]] = d + 1;
+        return d;
+    }
+    uint32_t g = ++b->gen_b;
+    b->scratch.len = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        closure_of(b, ts[i], &off, &len);
+        for (int32_t k = 0; k < len; k++) {
+            int32_t x = b->cl_pool.data[off + k];
+            if (b->mark_b[x] != g) { b->mark_b[x] = g; if (vec_push(&b->scratch, x) < 0) return -1; }
+        }
+    }
+    qsort(b->scratch.data, b->scratch.len, sizeof(int32_t), cmp_i32);
+    /* intern may call Python (_grow), which cannot touch scratch; copy anyway for safety */
+    Vec tmp = {NULL, 0, 0};
+    if (vec_reserve(&tmp, b->scratch.len) < 0) return -1;
+    memcpy(tmp.data, b->scratch.data, b->scratch.len * sizeof(int32_t));
+    d = intern(b, tmp.data, b->scratch.len);
+    free(tmp.data);
+    return d;
+}
+
+/* ---- rows ---- */
+
+typedef struct { int32_t lo, hi, t; } Edge;
+
+static int cmp_edge(const void *a, const void *b) {
+    const Edge *x = a, *y = b;
+    if (x->lo != y->lo) return (x->lo > y->lo) - (x->lo < y->lo);
+    if (x->hi != y->hi) return (x->hi > y->hi) - (x->hi < y->hi);
+    return (x->t > y->t) - (x->t < y->t);
+}
+
+static int gather_edges(Builder *b, int32_t d, Edge **out, Py_ssize_t *num) {
+    b->edge_buf.len = 0;
+    for (int32_t k = 0; k < b->set_len[d]; k++) {
+        PyObject *lst = nfa_edges(b, b->set_pool.data[b->set_off[d] + k]);
+        Py_ssize_t m = PyList_GET_SIZE(lst);
+        if (vec_reserve(&b->edge_buf, 3 * m) < 0) return -1;
+        for (Py_ssize_t i = 0; i < m; i++) {
+            PyObject *e = PyList_GET_ITEM(lst, i);
+            if (!PyTuple_Check(e) || PyTuple_GET_SIZE(e) != 3) { PyErr_SetString(PyExc_TypeError, "byte edge must be (lo, hi, target)"); return -1; }
+            long lo = as_long(PyTuple_GET_ITEM(e, 0)), hi = as_long(PyTuple_GET_ITEM(e, 1)), t = as_long(PyTuple_GET_ITEM(e, 2));
+            if (PyErr_Occurred()) return -1;
+            if (lo < 0 || hi > 255 || lo > hi) { PyErr_SetString(PyExc_ValueError, "byte edge range"); return -1; }
+            if (check_state(b, t) < 0) return -1;
+            int32_t *p = b->edge_buf.data + b->edge_buf.len;
+            p[0] = (int32_t)lo; p[1] = (int32_t)hi; p[2] = (int32_t)t;
+            b->edge_buf.len += 3;
+        }
+    }
+    *out = (Edge *)b->edge_buf.data;
+    *num = b->edge_buf.len / 3;
+    if (*num > 1) qsort(*out, *num, sizeof(Edge), cmp_edge);
+    return 0;
+}
+
+/* Fill trans[d, :] and dominant[d]; 0 or -1. */
+static int build_row(Builder *b, int32_t d) {
+    Edge *edges;
+    Py_ssize_t n;
+    if (gather_edges(b, d, &edges, &n) < 0) return -1;
+    /* edges live in edge_buf, which target_of does not touch */
+    int32_t row[256];
+    for (int i = 0; i < 256; i++) row[i] = DEAD;
+    int32_t ctarget[256], ccount[256];
+    int nc = 0;
+    int disjoint = 1;
+    for (Py_ssize_t i = 1; i < n; i++)
+        if (edges[i].lo <= edges[i - 1].hi) { disjoint = 0; break; }
+    int32_t pieces[257][3];
+    int np_ = 0;
+    if (disjoint) {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int32_t t = target_of(b, &edges[i].t, 1);
+            if (t < 0) return -1;
+            edges = (Edge *)b->edge_buf.data;
+            pieces[np_][0] = edges[i].lo; pieces[np_][1] = edges[i].hi; pieces[np_][2] = t; np_++;
+        }
+    } else {
+        uint8_t bound[257] = {0};
+        for (Py_ssize_t i = 0; i < n; i++) { bound[edges[i].lo] = 1; bound[edges[i].hi + 1] = 1; }
+        Vec active = {NULL, 0, 0}, prev = {NULL, 0, 0};
+        int32_t prev_t = -1;
+        int a = 0;
+        while (a < 256) {
+            int e = a + 1;
+            while (e < 256 && !bound[e]) e++;
+            active.len = 0;
+            for (Py_ssize_t i = 0; i < n && edges[i].lo <= a; i++)
+                if (edges[i].hi >= e - 1 && vec_push(&active, edges[i].t) < 0) goto fail;
+            if (active.len) {
+                qsort(active.data, active.len, sizeof(int32_t), cmp_i32);
+                Py_ssize_t u = 1;
+                for (Py_ssize_t i = 1; i < active.len; i++)
+                    if (active.data[i] != active.data[u - 1]) active.data[u++] = active.data[i];
+                active.len = u;
+                int32_t t;
+                if (prev_t >= 0 && prev.len == active.len && !memcmp(prev.data, active.data, u * sizeof(int32_t))) {
+                    t = prev_t;
+                } else {
+                    t = target_of(b, active.data, active.len);
+                    if (t < 0) goto fail;
+                    edges = (Edge *)b->edge_buf.data;
+                    prev.len = 0;
+                    if (vec_reserve(&prev, active.len) < 0) goto fail;
+                    memcpy(prev.data, active.data, active.len * sizeof(int32_t));
+                    prev.len = active.len;
+                    prev_t = t;
+                }
+                pieces[np_][0] = a; pieces[np_][1] = e - 1; pieces[np_][2] = t; np_++;
+            }
+            a = e;
+        }
+        free(active.data);
+        free(prev.data);
+        goto write;
+    fail:
+        free(active.data);
+        free(prev.data);
+        return -1;
+    }
+write:
+    for (int p = 0; p < np_; p++) {
+        int32_t lo = pieces[p][0], hi = pieces[p][1], t = pieces[p][2];
+        for (int32_t c = lo; c <= hi; c++) row[c] = t;
+        int k = 0;
+        while (k < nc && ctarget[k] != t) k++;
+        if (k == nc) { ctarget[nc] = t; ccount[nc] = 0; nc++; }
+        ccount[k] += hi - lo + 1;
+    }
+    int best = -1;
+    for (int k = 0; k < nc; k++)
+        if (best < 0 || ccount[k] > ccount[best]) best = k;
+    memcpy(TRANS(b) + (Py_ssize_t)d * 256, row, sizeof(row));
+    DOMINANT(b)[d] = (best >= 0 && ccount[best] >= MIN_DOMINANT_BYTES) ? ctarget[best] : DEAD;
+    return 0;
+}
+
+static int check_dstate(Builder *b, long d) {
+    if (d < 0 || d >= b->num_states) { PyErr_SetString(PyExc_IndexError, "DFA state out of range"); return -1; }
+    return 0;
+}
+
+static inline int ensure_row(Builder *b, int32_t d) {
+    return TRANS(b)[(Py_ssize_t)d * 256] == UNKNOWN ? build_row(b, d) : 0;
+}
+
+/* ---- slices ---- */
+
+static int slice_of_set(Builder *b, const uint64_t bits[4]) {
+    for (Py_ssize_t i = 0; i < b->num_slices; i++)
+        if (!memcmp(b->slices[i].bits, bits, sizeof(uint64_t) * 4)) return b->slices[i].sid;
+    char set[256];
+    for (int c = 0; c < 256; c++) set[c] = (char)((bits[c >> 6] >> (c & 63)) & 1);
+    PyObject *r = PyObject_CallMethod(b->dfa, "_slice_bytes", "y#", set, (Py_ssize_t)256);
+    if (!r) return -2;
+    long sid = PyLong_AsLong(r);
+    Py_DECREF(r);
+    if (sid == -1 && PyErr_Occurred()) return -2;
+    SliceKey *p = realloc(b->slices, (b->num_slices + 1) * sizeof(SliceKey));
+    if (!p) { PyErr_NoMemory(); return -2; }
+    b->slices = p;
+    memcpy(p[b->num_slices].bits, bits, sizeof(uint64_t) * 4);
+    p[b->num_slices].sid = (int)sid;
+    b->num_slices++;
+    return (int)sid;
+}
+
+/* (slice id, target) of d: a vocabulary slice whose bytes all lead from d to one target. */
+static int slice_step(Builder *b, int32_t d, int32_t *sid, int32_t *target) {
+    if (b->sn_sid[d] == SLICE_UNKNOWN) {
+        if (ensure_row(b, d) < 0) return -1;
+        int32_t t = DOMINANT(b)[d], s = NO_SLICE, nt = DEAD;
+        if (b->has_slicer && t >= 0) {
+            uint64_t bits[4] = {0, 0, 0, 0};
+            const int32_t *row = TRANS(b) + (Py_ssize_t)d * 256;
+            for (int c = 0; c < 256; c++)
+                if (row[c] == t) bits[c >> 6] |= 1ull << (c & 63);
+            s = slice_of_set(b, bits);
+            if (s == -2) return -1;
+            nt = t;
+        }
+        b->sn_sid[d] = s;
+        b->sn_target[d] = nt;
+    }
+    *sid = b->sn_sid[d];
+    *target = b->sn_target[d];
+    return 0;
+}
+
+static int compute_absorb(Builder *b, int32_t d) {
+    int32_t sid, nxt;
+    if (slice_step(b, d, &sid, &nxt) < 0) return -1;
+    int64_t steps = 0;
+    if (sid >= 0) {
+        int32_t seen[256];
+        int num_seen = 0;
+        seen[num_seen++] = d;
+        int32_t cur = nxt;
+        steps = 1;
+        while (steps < b->max_absorb) {
+            int in = 0;
+            for (int i = 0; i < num_seen; i++) if (seen[i] == cur) { in = 1; break; }
+            if (in) { steps = UNBOUNDED; break; }
+            if (SLICE(b)[cur] == sid) {
+                steps += ABSORB(b)[cur];
+                if (steps > UNBOUNDED) steps = UNBOUNDED;
+                break;
+            }
+            int32_t csid, cnxt;
+            if (slice_step(b, cur, &csid, &cnxt) < 0) return -1;
+            if (csid != sid) break;
+            if (num_seen < 256) seen[num_seen++] = cur;
+            cur = cnxt;
+            steps++;
+        }
+    }
+    ABSORB(b)[d] = (int32_t)steps;
+    SLICE(b)[d] = (int16_t)(steps ? sid : NO_SLICE);
+    return 0;
+}
+
+/* ---- the C API for the walk ---- */
+
+static int c_row(PyObject *self, PyObject *dfa, long d) {
+    Builder *b = (Builder *)self;
+    if (ensure_bound(b, dfa) < 0 || check_dstate(b, d) < 0) return -1;
+    long gen = b->generation;
+    if (ensure_row(b, (int32_t)d) < 0) return -1;
+    return b->generation != gen;
+}
+
+static int c_prepare(PyObject *self, PyObject *dfa, long d) {
+    Builder *b = (Builder *)self;
+    if (ensure_bound(b, dfa) < 0 || check_dstate(b, d) < 0) return -1;
+    long gen = b->generation;
+    if (ensure_row(b, (int32_t)d) < 0) return -1;
+    if (SLICE(b)[d] == SLICE_UNKNOWN && compute_absorb(b, (int32_t)d) < 0) return -1;
+    return b->generation != gen;
+}
+
+typedef struct {
+    int (*row)(PyObject *builder, PyObject *dfa, long d);      /* 1: tables were reallocated */
+    int (*prepare)(PyObject *builder, PyObject *dfa, long d);  /* the same, also slice and absorb */
+    PyTypeObject *type;
+} DfaApi;
+
+/* ---- Python methods ---- */
+
+static PyObject *py_bind(Builder *b, PyObject *dfa) {
+    b->dfa = dfa;
+    if (bind_tables(b, dfa) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_row(Builder *b, PyObject *args) {
+    PyObject *dfa;
+    long d;
+    if (!PyArg_ParseTuple(args, "Ol", &dfa, &d)) return NULL;
+    int r = c_row((PyObject *)b, dfa, d);
+    if (r < 0) return NULL;
+    return PyBool_FromLong(r);
+}
+
+static PyObject *py_prepare(Builder *b, PyObject *args) {
+    PyObject *dfa;
+    long d;
+    if (!PyArg_ParseTuple(args, "Ol", &dfa, &d)) return NULL;
+    int r = c_prepare((PyObject *)b, dfa, d);
+    if (r < 0) return NULL;
+    return PyBool_FromLong(r);
+}
+
+static PyObject *py_slice_step(Builder *b, PyObject *args) {
+    PyObject *dfa;
+    long d;
+    if (!PyArg_ParseTuple(args, "Ol", &dfa, &d)) return NULL;
+    if (ensure_bound(b, dfa) < 0 || check_dstate(b, d) < 0) return NULL;
+    int32_t sid, t;
+    if (slice_step(b, (int32_t)d, &sid, &t) < 0) return NULL;
+    return Py_BuildValue("ii", sid, t);
+}
+
+/* intern_closure(dfa, nfa_states) -> the DFA state of the union of their closures. */
+static PyObject *py_intern_closure(Builder *b, PyObject *args) {
+    PyObject *dfa, *seq;
+    if (!PyArg_ParseTuple(args, "OO", &dfa, &seq)) return NULL;
+    if (ensure_bound(b, dfa) < 0) return NULL;
+    PyObject *fast = PySequence_Fast(seq, "nfa_states must be a sequence");
+    if (!fast) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    Vec ts = {NULL, 0, 0};
+    PyObject *out = NULL;
+    if (vec_reserve(&ts, n ? n : 1) < 0) goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        long s = as_long(PySequence_Fast_GET_ITEM(fast, i));
+        if ((s == -1 && PyErr_Occurred()) || check_state(b, s) < 0) goto done;
+        ts.data[ts.len++] = (int32_t)s;
+    }
+    qsort(ts.data, ts.len, sizeof(int32_t), cmp_i32);
+    Py_ssize_t u = ts.len ? 1 : 0;
+    for (Py_ssize_t i = 1; i < ts.len; i++)
+        if (ts.data[i] != ts.data[u - 1]) ts.data[u++] = ts.data[i];
+    int32_t d = u ? target_of(b, ts.data, u) : intern(b, NULL, 0);
+    if (d >= 0) out = PyLong_FromLong(d);
+done:
+    free(ts.data);
+    Py_DECREF(fast);
+    return out;
+}
+
+/* call_groups(d) -> [(rule, [return NFA states])] in order of first appearance over the sorted set. */
+static PyObject *py_call_groups(Builder *b, PyObject *args) {
+    long d;
+    if (!PyArg_ParseTuple(args, "l", &d)) return NULL;
+    if (check_dstate(b, d) < 0) return NULL;
+    PyObject *out = PyList_New(0), *index = PyDict_New();
+    if (!out || !index) goto fail;
+    for (int32_t k = 0; k < b->set_len[d]; k++) {
+        PyObject *cl = PyList_GET_ITEM(b->calls, b->set_pool.data[b->set_off[d] + k]);
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(cl); i++) {
+            PyObject *c = PyList_GET_ITEM(cl, i);
+            if (!PyTuple_Check(c) || PyTuple_GET_SIZE(c) != 2) { PyErr_SetString(PyExc_TypeError, "call must be (rule, ret)"); goto fail; }
+            PyObject *rule = PyTuple_GET_ITEM(c, 0), *rets = PyDict_GetItemWithError(index, rule);
+            if (!rets) {
+                if (PyErr_Occurred()) goto fail;
+                rets = PyList_New(0);
+                if (!rets) goto fail;
+                PyObject *pair = PyTuple_Pack(2, rule, rets);
+                int bad = !pair || PyDict_SetItem(index, rule, rets) < 0 || PyList_Append(out, pair) < 0;
+                Py_XDECREF(pair);
+                Py_DECREF(rets);
+                if (bad) goto fail;
+            }
+            if (PyList_Append(rets, PyTuple_GET_ITEM(c, 1)) < 0) goto fail;
+        }
+    }
+    Py_DECREF(index);
+    return out;
+fail:
+    Py_XDECREF(out);
+    Py_XDECREF(index);
+    return NULL;
+}
+
+static PyObject *py_nfa_states(Builder *b, PyObject *args) {
+    long d;
+    if (!PyArg_ParseTuple(args, "l", &d)) return NULL;
+    if (check_dstate(b, d) < 0) return NULL;
+    PyObject *out = PyTuple_New(b->set_len[d]);
+    if (!out) return NULL;
+    for (int32_t k = 0; k < b->set_len[d]; k++) {
+        PyObject *v = PyLong_FromLong(b->set_pool.data[b->set_off[d] + k]);
+        if (!v) { Py_DECREF(out); return NULL; }
+        PyTuple_SET_ITEM(out, k, v);
+    }
+    return out;
+}
+
+/* utf8_to(dfa, d, target, sequences) -> True when every sequence of byte ranges leads from d to
+ * target alone (states visited in sorted order, as the Python path does). */
+static PyObject *py_utf8_to(Builder *b, PyObject *args) {
+    PyObject *dfa, *seqs;
+    long d, target;
+    if (!PyArg_ParseTuple(args, "OllO!", &dfa, &d, &target, &PyTuple_Type, &seqs)) return NULL;
+    if (ensure_bound(b, dfa) < 0 || check_dstate(b, d) < 0) return NULL;
+    Vec cur = {NULL, 0, 0}, nxt = {NULL, 0, 0};
+    int ok = 1;
+    for (Py_ssize_t q = 0; q < PyTuple_GET_SIZE(seqs) && ok; q++) {
+        PyObject *seq = PyTuple_GET_ITEM(seqs, q);
+        cur.len = 0;
+        if (vec_push(&cur, (int32_t)d) < 0) goto fail;
+        for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(seq) && ok; j++) {
+            int lo, hi;
+            if (!PyArg_ParseTuple(PyTuple_GET_ITEM(seq, j), "ii", &lo, &hi)) goto fail;
+            if (lo < 0 || hi > 255 || lo > hi) { PyErr_SetString(PyExc_ValueError, "byte range"); goto fail; }
+            nxt.len = 0;
+            for (Py_ssize_t i = 0; i < cur.len && ok; i++) {
+                int32_t s = cur.data[i];
+                if (ensure_row(b, s) < 0) goto fail;
+                const int32_t *row = TRANS(b) + (Py_ssize_t)s * 256;
+                for (int c = lo; c <= hi; c++) {
+                    if (row[c] < 0) { ok = 0; break; }
+                    int dup = 0;
+                    for (Py_ssize_t k = 0; k < nxt.len; k++) if (nxt.data[k] == row[c]) { dup = 1; break; }
+                    if (!dup && vec_push(&nxt, row[c]) < 0) goto fail;
+                }
+            }
+            qsort(nxt.data, nxt.len, sizeof(int32_t), cmp_i32);
+            Vec t = cur; cur = nxt; nxt = t;
+        }
+        if (ok && !(cur.len == 1 && cur.data[0] == target)) ok = 0;
+    }
+    free(cur.data);
+    free(nxt.data);
+    return PyBool_FromLong(ok);
+fail:
+    free(cur.data);
+    free(nxt.data);
+    return NULL;
+}
+
+static PyObject *py_num_states(Builder *b, PyObject *unused) { return PyLong_FromSsize_t(b->num_states); }
+
+static int builder_init(Builder *b, PyObject *args, PyObject *kw) {
+    PyObject *edges, *eps, *calls, *finals;
+    int has_slicer, max_absorb;
+    if (!PyArg_ParseTuple(args, "O!O!O!Opi", &PyList_Type, &edges, &PyList_Type, &eps, &PyList_Type, &calls, &finals,
+                          &has_slicer, &max_absorb))
+        return -1;
+    if (b->edges) { PyErr_SetString(PyExc_RuntimeError, "Builder already initialized"); return -1; }
+    Py_ssize_t n = PyList_GET_SIZE(edges);
+    if (PyList_GET_SIZE(eps) != n || PyList_GET_SIZE(calls) != n) { PyErr_SetString(PyExc_ValueError, "NFA lists differ in length"); return -1; }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!PyList_Check(PyList_GET_ITEM(edges, i)) || !PyList_Check(PyList_GET_ITEM(eps, i)) || !PyList_Check(PyList_GET_ITEM(calls, i))) {
+            PyErr_SetString(PyExc_TypeError, "NFA per-state entries must be lists");
+            return -1;
+        }
+    b->num_nfa = n;
+    Py_ssize_t m = n ? n : 1;
+    b->nfa_final = calloc(m, 1);
+    b->cl_off = calloc(m, sizeof(int32_t));
+    b->cl_len = calloc(m, sizeof(int32_t));
+    b->single = calloc(m, sizeof(int32_t));
+    b->mark_a = calloc(m, sizeof(uint32_t));
+    b->mark_b = calloc(m, sizeof(uint32_t));
+    if (!b->nfa_final || !b->cl_off || !b->cl_len || !b->single || !b->mark_a || !b->mark_b) { PyErr_NoMemory(); return -1; }
+    PyObject *it = PyObject_GetIter(finals);
+    if (!it) return -1;
+    PyObject *item;
+    while ((item = PyIter_Next(it))) {
+        long s = as_long(item);
+        Py_DECREF(item);
+        if ((s == -1 && PyErr_Occurred()) || check_state(b, s) < 0) { Py_DECREF(it); return -1; }
+        b->nfa_final[s] = 1;
+    }
+    Py_DECREF(it);
+    if (PyErr_Occurred()) return -1;
+    Py_INCREF(edges); b->edges = edges;
+    Py_INCREF(eps); b->eps = eps;
+    Py_INCREF(calls); b->calls = calls;
+    b->has_slicer = has_slicer;
+    b->max_absorb = max_absorb;
+    return 0;
+}
+
+static void builder_dealloc(Builder *b) {
+    release_tables(b);
+    Py_XDECREF(b->edges);
+    Py_XDECREF(b->eps);
+    Py_XDECREF(b->calls);
+    free(b->nfa_final); free(b->cl_off); free(b->cl_len); free(b->single); free(b->mark_a); free(b->mark_b);
+    free(b->cl_pool.data); free(b->set_pool.data); free(b->scratch.data); free(b->todo.data); free(b->edge_buf.data);
+    free(b->set_off); free(b->set_len); free(b->sn_sid); free(b->sn_target); free(b->set_hash);
+    free(b->table); free(b->slices);
+    Py_TYPE(b)->tp_free((PyObject *)b);
+}
+
+static PyMethodDef builder_methods[] = {
+    {"bind", (PyCFunction)py_bind, METH_O, "bind(dfa): take the LazyDfa's tables (after it made them)."},
+    {"row", (PyCFunction)py_row, METH_VARARGS, "row(dfa, d) -> grew: fill trans[d] and dominant[d] if unknown."},
+    {"prepare", (PyCFunction)py_prepare, METH_VARARGS, "prepare(dfa, d) -> grew: the row, slice id and absorb length."},
+    {"slice_step", (PyCFunction)py_slice_step, METH_VARARGS, "slice_step(dfa, d) -> (slice id, target)."},
+    {"intern_closure", (PyCFunction)py_intern_closure, METH_VARARGS, "intern_closure(dfa, nfa_states) -> dstate."},
+    {"call_groups", (PyCFunction)py_call_groups, METH_VARARGS, "call_groups(d) -> [(rule, [return NFA states])]."},
+    {"nfa_states", (PyCFunction)py_nfa_states, METH_VARARGS, "nfa_states(d) -> sorted tuple of NFA states."},
+    {"utf8_to", (PyCFunction)py_utf8_to, METH_VARARGS, "utf8_to(dfa, d, target, sequences) -> bool."},
+    {"num_states", (PyCFunction)py_num_states, METH_NOARGS, "Number of DFA states made so far."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject BuilderType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "grammar._dfa.Builder",
+    .tp_basicsize = sizeof(Builder),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Builder(byte_edges, eps, calls, rule_final, has_slicer, max_absorb): DFA rows of one NFA.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)builder_init,
+    .tp_dealloc = (destructor)builder_dealloc,
+    .tp_methods = builder_methods,
+};
+
+static DfaApi api = {c_row, c_prepare, &BuilderType};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_dfa", "DFA row construction in C.", -1, NULL};
+
+PyMODINIT_FUNC PyInit__dfa(void) {
+    if (PyType_Ready(&BuilderType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    Py_INCREF(&BuilderType);
+    if (PyModule_AddObject(m, "Builder", (PyObject *)&BuilderType) < 0) { Py_DECREF(&BuilderType); Py_DECREF(m); return NULL; }
+    PyObject *cap = PyCapsule_New(&api, "grammar._dfa._C_API", NULL);
+    if (!cap || PyModule_AddObject(m, "_C_API", cap) < 0) { Py_XDECREF(cap); Py_DECREF(m); return NULL; }
+    return m;
+}

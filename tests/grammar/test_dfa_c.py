@@ -1,0 +1,196 @@
+"""The C row builder (grammar/_dfa.c) against the Python one (grammar/dfa.py): the same automaton
+state by state (rows, flags, calls, dominant targets, slices, absorb lengths), and the same masks."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import grammar
+from grammar.compiled import CompiledGrammar
+from grammar.dfa import LazyDfa, _dfa
+from grammar.ir import Grammar
+from grammar.json_schema import compile_schema_to_grammar
+from grammar.lark_frontend import lark_to_grammar
+from grammar.nfa import build_nfa
+from grammar.regex import regex_to_node
+from grammar.slices import UTF8_SEQUENCES
+
+from .conftest import byte_vocab
+
+needs_dfa_c = pytest.mark.skipif(_dfa is None, reason="grammar._dfa not built")
+
+REGEXES = [
+    r"[a-z]+|[a-f0-9]{2,5}|x",                       # overlapping ranges
+    r"(ab|a[a-c]|[^x]c)*d",
+    r"[\x00-\xff]{0,3}[a-m]?[h-z]*",
+    r"(\d+|[0-5]+\.[0-9]*)(e[+-]?\d+)?",
+    r"(foo|f[o-z]{1,3}|[^ab]oo)+bar",
+    r"[^\"\\]*(\\.[^\"\\]*)*",
+    r"(\w|\s|[,.;])*é?",
+    "[" + "".join(chr(c) for c in range(0x20, 0x7F, 3) if chr(c) not in "\\]^-") + "]{1,9}[a-y]+z",
+]
+LARKS = [
+    'start: "(" start ")" | "x"',
+    'start: list\nlist: "[" [item ("," item)*] "]"\nitem: list | /[0-9]+/ | /[0-5a-c]+/',
+    'start: expr\nexpr: term (("+"|"-") term)*\nterm: atom (("*"|"/") atom)*\natom: /[0-9]+/ | "(" expr ")" | /[a-z][a-z0-9]*/',
+    'start: obj\nobj: "{" [pair ("," pair)*] "}"\npair: /"[a-z]*"/ ":" val\nval: obj | /"[^"]*"/ | /-?[0-9]+/',
+]
+
+
+def _pair(g: Grammar, vocab: grammar.Vocabulary) -> tuple[LazyDfa, LazyDfa]:
+    nfa = build_nfa(g)
+    py = LazyDfa(nfa, vocab.canonical_slice, 16, use_c=False)
+    c = LazyDfa(nfa, vocab.canonical_slice, 16, use_c=True)
+    return py, c
+
+
+def _same_state(py: LazyDfa, c: LazyDfa, d: int) -> None:
+    assert py.nfa_states(d) == c.nfa_states(d), d
+    assert (py.trans[d] == c.trans[d]).all(), d
+    for name in ("flags", "is_final", "has_calls", "dominant", "slice_of", "absorb"):
+        assert getattr(py, name)[d] == getattr(c, name)[d], (name, d)
+    assert py.calls(d) == c.calls(d), d
+    assert py._slice_step(d) == c._slice_step(d), d
+
+
+def _compare(py: LazyDfa, c: LazyDfa, max_states: int = 3000) -> int:
+    """Explore both automata in the same order and compare every state; returns the count."""
+    assert py.rule_start == c.rule_start
+    d = 0
+    while d < min(py.num_states, max_states):
+        assert py.num_states == c.num_states
+        for dfa in (py, c):
+            dfa.prepare(d)
+            dfa.calls(d)
+        _same_state(py, c, d)
+        target = py.dominant_target(d)
+        if target is not None and d % 3 == 0:
+            assert py.utf8_to(d, target) == c.utf8_to(d, target)
+        d += 1
+    assert py.num_states == c.num_states
+    return d
+
+
+@needs_dfa_c
+@pytest.mark.parametrize("pattern", REGEXES)
+def test_regex_automata_are_identical(pattern):
+    py, c = _pair(Grammar({"start": regex_to_node(pattern)}), byte_vocab())
+    assert _compare(py, c) > 1
+
+
+@needs_dfa_c
+@pytest.mark.parametrize("text", LARKS)
+def test_recursive_lark_automata_are_identical(text):
+    py, c = _pair(lark_to_grammar(text), byte_vocab())
+    assert _compare(py, c) > 1
+
+
+@needs_dfa_c
+def test_json_schema_automata_are_identical(bench_rows):
+    vocab = byte_vocab()
+    for row in bench_rows:
+        try:
+            g = compile_schema_to_grammar(row["schema"], "compact")
+        except grammar.GrammarError:
+            continue
+        py, c = _pair(g, vocab)
+        _compare(py, c, max_states=1500)
+
+
+@needs_dfa_c
+def test_rows_built_lazily_in_any_order_agree():
+    """States first reached through utf8_to / slice steps (not in id order) get the same ids."""
+    g = compile_schema_to_grammar({"type": "object", "properties": {"s": {"type": "string", "maxLength": 6}}}, "compact")
+    py, c = _pair(g, byte_vocab())
+    for dfa in (py, c):
+        d = dfa.rule_start[0]
+        for b in b'{"s":"':
+            d = dfa.step(d, b)
+        dfa.utf8_to(d, d)
+        dfa.prepare(d)
+    assert py.num_states == c.num_states
+    for d in range(py.num_states):
+        assert py.nfa_states(d) == c.nfa_states(d)
+        if py.trans[d, 0] != -2 or c.trans[d, 0] != -2:
+            _same_state(py, c, d)
+
+
+@needs_dfa_c
+def test_tables_grow_under_the_builder():
+    """Far more states than the first table size: the builder follows LazyDfa._grow."""
+    py, c = _pair(Grammar({"start": regex_to_node(r"[a-z]{0,300}")}), byte_vocab())
+    assert _compare(py, c) > 300
+    assert len(c.trans) > 64
+
+
+@needs_dfa_c
+def test_utf8_sequences_agree_on_text_loops():
+    py, c = _pair(Grammar({"start": regex_to_node(r"\"([^\"\\\x00-\x1f]|\\.)*\"")}), byte_vocab())
+    _compare(py, c)
+    for d in range(py.num_states):
+        for t in range(py.num_states):
+            assert py.utf8_to(d, t) == c.utf8_to(d, t) == py._utf8_to(d, t)
+    assert c._core.utf8_to(c, 0, 0, UTF8_SEQUENCES) in (True, False)
+
+
+@needs_dfa_c
+def test_builder_rejects_bad_input():
+    with pytest.raises(ValueError):
+        _dfa.Builder([[]], [[], []], [[]], [], False, 16)
+    py, c = _pair(Grammar({"start": regex_to_node("ab")}), byte_vocab())
+    with pytest.raises(IndexError):
+        c._core.row(c, 10_000)
+    with pytest.raises(IndexError):
+        c._core.intern_closure(c, [10_000])
+
+
+def _masks(g: CompiledGrammar, token_ids: list[int]) -> list[np.ndarray]:
+    m = g.matcher()
+    out = []
+    for tid in token_ids:
+        out.append(g.mask(m.state).copy())
+        if not m.accept(tid):
+            break
+    return out
+
+
+def _python_rows(g: CompiledGrammar) -> CompiledGrammar:
+    """The same compiled grammar with its DFA rows built in Python."""
+    c = g.dfa
+    g.dfa = LazyDfa(g.nfa, c.slicer, c.max_absorb, use_c=False)
+    g.dfa.utf8_upgrade, g.dfa.utf8_runs = c.utf8_upgrade, c.utf8_runs
+    return g
+
+
+@needs_dfa_c
+@pytest.mark.model
+def test_real_tokenizer_masks_equal_the_python_rows(smollm2_tokenizer, smollm2_vocab, bench_rows):
+    eos = smollm2_vocab.eos_token_ids[0]
+    for row in bench_rows[:15]:
+        text = json.dumps(row["valid"][0]["data"], ensure_ascii=False, separators=(",", ":"))
+        ids = smollm2_tokenizer.encode(text, add_special_tokens=False)[:60] + [eos]
+        g = compile_schema_to_grammar(row["schema"], "compact")
+        fast = CompiledGrammar(g, smollm2_vocab)
+        slow = _python_rows(CompiledGrammar(g, smollm2_vocab))
+        assert fast.dfa._core is not None and slow.dfa._core is None
+        got, want = _masks(fast, ids), _masks(slow, ids)
+        assert len(got) == len(want), row["id"]
+        for a, b in zip(got, want):
+            assert (a == b).all(), row["id"]
+        assert fast.dfa.num_states == slow.dfa.num_states, row["id"]
+
+
+@needs_dfa_c
+@pytest.mark.parametrize("text", LARKS[1:])
+def test_byte_vocab_masks_equal_the_python_rows(text):
+    vocab = byte_vocab()
+    fast = CompiledGrammar(lark_to_grammar(text), vocab)
+    slow = _python_rows(CompiledGrammar(lark_to_grammar(text), vocab))
+    data = {1: b"[1,[2,ab],[]]", 2: b"(ab1+2)*3-x/(4)", 3: b'{"a":{"b":-12},"c":"x y"}'}[LARKS.index(text)]
+    got, want = _masks(fast, list(data) + [256]), _masks(slow, list(data) + [256])
+    assert len(got) == len(want) == len(data) + 1
+    for a, b in zip(got, want):
+        assert (a == b).all()
