@@ -3,8 +3,9 @@
  * The trie is the vocabulary's flat DFS layout (grammar/trie.py FlatTrie): node i has its last
  * byte, its depth, the index one past its subtree (`end`) and the first sorted-token row of its
  * subtree (`lo`; lo[end[i]] is one past the last).  The DFA is grammar/dfa.py's LazyDfa: rows of
- * `trans` may still be UNKNOWN, in which case `dfa.prepare(d)` (Python) fills row d and the state's
- * slice id, after which the buffers are fetched again (they may have been reallocated).
+ * `trans` may still be UNKNOWN, in which case the C row builder of grammar/_dfa.c (reached through
+ * its capsule, when the LazyDfa has one as `_core`) or else `dfa.prepare(d)` (Python) fills row d
+ * and the state's slice id, after which the buffers are fetched again if they were reallocated.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -18,11 +19,43 @@
 #define FLAG_FINAL 2
 #define MAX_DEPTH 4096
 
+/* The C API of grammar._dfa (the same struct as there): 1 when the tables were reallocated. */
+typedef struct {
+    int (*row)(PyObject *builder, PyObject *dfa, long d);
+    int (*prepare)(PyObject *builder, PyObject *dfa, long d);
+    PyTypeObject *type;
+} DfaApi;
+
+static const DfaApi *dfa_api(void) {
+    static const DfaApi *api = NULL;
+    static int tried = 0;
+    if (!tried) {
+        tried = 1;
+        api = PyCapsule_Import("grammar._dfa._C_API", 0);
+        if (!api) PyErr_Clear();  /* not built: rows come from Python */
+    }
+    return api;
+}
+
 typedef struct {
     PyObject *dfa;
     Py_buffer trans, flags, slice_of, absorb;
     int held;
+    PyObject *core;  /* the LazyDfa's grammar._dfa.Builder, or NULL */
+    const DfaApi *api;
 } Dfa;
+
+/* Look up the C row builder of the LazyDfa (none: the Python methods are called). */
+static int dfa_find_core(Dfa *d) {
+    d->api = dfa_api();
+    d->core = NULL;
+    if (!d->api) return 0;
+    PyObject *core = PyObject_GetAttrString(d->dfa, "_core");
+    if (!core) { PyErr_Clear(); return 0; }
+    if (Py_TYPE(core) == d->api->type) d->core = core;
+    else Py_DECREF(core);
+    return 0;
+}
 
 static void dfa_release(Dfa *d) {
     if (d->held) {
@@ -77,7 +110,15 @@ static int dfa_call(Dfa *d, const char *method, long s) {
     return dfa_fetch(d);
 }
 
-static int dfa_prepare(Dfa *d, long s) { return dfa_call(d, "prepare", s); }
+/* Fill row s (and for `prepare` its slice): in C when the builder is there, else in Python. */
+static int dfa_build(Dfa *d, const char *method, long s, int prepare) {
+    if (!d->core) return dfa_call(d, method, s);
+    int r = prepare ? d->api->prepare(d->core, d->dfa, s) : d->api->row(d->core, d->dfa, s);
+    if (r < 0) return -1;
+    return r ? dfa_fetch(d) : 0;
+}
+
+static int dfa_prepare(Dfa *d, long s) { return dfa_build(d, "prepare", s, 1); }
 
 #define TRANS(d) ((const int32_t *)(d)->trans.buf)
 #define FLAGS(d) ((const uint8_t *)(d)->flags.buf)
@@ -156,7 +197,7 @@ static PyObject *walk(PyObject *self, PyObject *args) {
     Py_buffer tb[6];
     int got = 0;
     PyObject *result = NULL;
-    Dfa d = {dfa_obj, {0}, {0}, {0}, {0}, 0};
+    Dfa d = {dfa_obj, {0}, {0}, {0}, {0}, 0, NULL, NULL};
     Vec cands = {NULL, 0, 0};
     Pure pure = {{0}, -1};
     int32_t *st = NULL, *esc_pos = NULL, *esc_st = NULL;
@@ -174,7 +215,7 @@ static PyObject *walk(PyObject *self, PyObject *args) {
     infc = malloc(MAX_DEPTH);
     if (!st || !esc_pos || !esc_st || !inroot || !infc) { PyErr_NoMemory(); goto done; }
     if (fpbuf.len < n) { PyErr_SetString(PyExc_ValueError, "first-byte pure flags too short"); goto done; }
-    if (dfa_fetch(&d) < 0) goto done;
+    if (dfa_find_core(&d) < 0 || dfa_fetch(&d) < 0) goto done;
     if (SLICE(&d)[start] == SLICE_UNKNOWN && dfa_prepare(&d, start) < 0) goto done;
     const int root_slice = root_absorb > 0 ? SLICE(&d)[start] : -1;
     uint8_t root_set[256] = {0};
@@ -243,6 +284,7 @@ static PyObject *walk(PyObject *self, PyObject *args) {
 done:
     if (pure.id >= 0) PyBuffer_Release(&pure.buf);
     dfa_release(&d);
+    Py_XDECREF(d.core);
     for (int j = 0; j < got; j++) PyBuffer_Release(&tb[j]);
     PyBuffer_Release(&wbuf);
     PyBuffer_Release(&rset);
@@ -269,16 +311,19 @@ static PyObject *run(PyObject *self, PyObject *args) {
     Py_ssize_t pos;
     int stop_final;
     if (!PyArg_ParseTuple(args, "Oly*np", &dfa_obj, &s, &data, &pos, &stop_final)) return NULL;
-    Dfa d = {dfa_obj, {0}, {0}, {0}, {0}, 0};
+    Dfa d = {dfa_obj, {0}, {0}, {0}, {0}, 0, NULL, NULL};
     const uint8_t *bytes = data.buf;
     PyObject *result = NULL;
-    if (dfa_fetch_trans(&d) < 0) goto done;
+    if (dfa_find_core(&d) < 0 || dfa_fetch_trans(&d) < 0) goto done;
     const uint8_t stop = FLAG_CALLS | (stop_final ? FLAG_FINAL : 0);
     while (pos < data.len) {
         if (FLAGS(&d)[s] & stop) break;
         int32_t t = TRANS(&d)[(Py_ssize_t)s * 256 + bytes[pos]];
         if (t == UNKNOWN) {
-            if (dfa_call(&d, "compute_row", s) < 0 || dfa_fetch_trans(&d) < 0) goto done;
+            if (d.core) {
+                int r = d.api->row(d.core, d.dfa, s);
+                if (r < 0 || (r && dfa_fetch_trans(&d) < 0)) goto done;
+            } else if (dfa_call(&d, "compute_row", s) < 0 || dfa_fetch_trans(&d) < 0) goto done;
             t = TRANS(&d)[(Py_ssize_t)s * 256 + bytes[pos]];
         }
         if (t < 0) { s = -1; break; }
@@ -288,6 +333,7 @@ static PyObject *run(PyObject *self, PyObject *args) {
     result = Py_BuildValue("ln", s, pos);
 done:
     dfa_release(&d);
+    Py_XDECREF(d.core);
     PyBuffer_Release(&data);
     return result;
 }
