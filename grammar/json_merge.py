@@ -17,10 +17,10 @@ SUPPORTED = frozenset({
     "additionalProperties", "items", "prefixItems", "additionalItems", "minItems", "maxItems",
     "minLength", "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum",
     "exclusiveMaximum", "multipleOf", "nullable", "uniqueItems", "minProperties", "maxProperties",
-    "patternProperties",
+    "patternProperties", "not",
 })
 UNSUPPORTED = frozenset({
-    "not", "if", "then", "else", "dependencies", "dependentRequired", "dependentSchemas",
+    "if", "then", "else", "dependencies", "dependentRequired", "dependentSchemas",
     "propertyNames", "contains", "minContains", "maxContains",
     "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef", "$dynamicAnchor",
     "$recursiveAnchor",
@@ -115,6 +115,8 @@ def _merge_two(a: dict[str, Any], b: dict[str, Any], where: str) -> dict[str, An
             out[key] = max(old, value)
         elif key in _MAX_KEYS:
             out[key] = min(old, value)
+        elif key == "not":  # not A and not B == not (A or B)
+            out[key] = {"anyOf": [old, value]}
         elif key in ("additionalProperties", "items") and isinstance(old, (dict, bool)) and isinstance(value, (dict, bool)):
             out[key] = False if old is False or value is False else {"allOf": [old, value]}
         elif old != value:

@@ -6,9 +6,11 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
-from grammar.ir import EMPTY, NOTHING, GrammarError, Graph, Node, Repeat, alt, lit, opt, seq
+from grammar.ir import EMPTY, NOTHING, GrammarError, Graph, Node, Repeat, alt, lit, node_size, opt, seq
 from grammar.json_text import json_char, key_excluding, quoted
 from grammar.regex import regex_to_node
+
+MAX_COUNTED_SIZE = 20_000  # NFA states the copies of counted members may take
 
 if TYPE_CHECKING:
     from grammar.json_schema import SchemaCompiler
@@ -66,8 +68,12 @@ def object_node(sc: "SchemaCompiler", schema: dict[str, Any], where: str) -> Nod
     if not members and extra is not None and ("minProperties" in schema or "maxProperties" in schema):
         body = _counted(extra, comma, _count(schema, "minProperties", where) or 0, _count(schema, "maxProperties", where))
     else:
-        _check_property_counts(schema, members, extra, where)
-        body = _members_graph(members, extra, comma)
+        lo, hi = _count(schema, "minProperties", where) or 0, _count(schema, "maxProperties", where)
+        num_required = sum(1 for _, req in members if req)
+        if lo <= num_required and (hi is None or (extra is None and hi >= len(members))):
+            body = _members_graph(members, extra, comma)  # the counts follow from the properties
+        else:
+            body = _counted_members_graph(members, extra, comma, lo, hi, where)
     return seq(lit("{"), ws, body, ws, lit("}")) if body != NOTHING else NOTHING
 
 
@@ -118,15 +124,6 @@ def _effective_patterns(schema: dict[str, Any], extra_schema: Any, names: list[s
     return patterns
 
 
-def _check_property_counts(schema: dict[str, Any], members: list[tuple[Node, bool]], extra: Node | None, where: str) -> None:
-    lo, hi = _count(schema, "minProperties", where), _count(schema, "maxProperties", where)
-    num_required = sum(1 for _, req in members if req)
-    if lo is not None and lo > num_required:
-        raise GrammarError(f"{where}/minProperties: only supported when implied by 'required'")
-    if hi is not None and (extra is not None or hi < len(members)):
-        raise GrammarError(f"{where}/maxProperties: only supported when implied by the properties")
-
-
 def _members_graph(members: list[tuple[Node, bool]], extra: Node | None, comma: Node) -> Node:
     """States first_i / rest_i: at member i with nothing / something emitted so far; pre_i
     is shared by both so that each member's value is built once."""
@@ -146,6 +143,42 @@ def _members_graph(members: list[tuple[Node, bool]], extra: Node | None, comma: 
     if extra is not None:
         edges += [(first[n], pre[n], None), (rest[n], pre[n], comma), (pre[n], rest[n], extra)]
     return Graph(3 * n + 4, tuple(edges), (end,))
+
+
+def _counted_members_graph(members: list[tuple[Node, bool]], extra: Node | None, comma: Node, lo: int,
+                           hi: int | None, where: str) -> Node:
+    """`_members_graph` that also counts the members emitted, for min/maxProperties beside
+    declared properties: state (i, c) is at member i with c emitted (saturating at `lo` when
+    there is no maximum). Each member is built once per count, so the counts are bounded."""
+    if hi is not None and hi < lo:
+        return NOTHING
+    top = lo if hi is None else hi
+    size = sum(node_size(m, {}, {}) for m in [m for m, _ in members] + ([extra] if extra is not None else []))
+    if (top + 1) * size > MAX_COUNTED_SIZE:
+        raise GrammarError(f"{where}/{'minProperties' if hi is None else 'maxProperties'}: too many properties "
+                           f"to count ({top}) for these property schemas")  # fmt: skip
+    n, width = len(members), top + 1
+
+    def at(i: int, c: int) -> int:
+        return i * width + c
+
+    def pre(i: int, c: int) -> int:
+        return (n + 1) * width + i * width + c
+
+    end = 2 * (n + 1) * width
+    edges: list[tuple[int, int, Node | None]] = []
+    for i in range(n + 1):
+        member, req = members[i] if i < n else (extra, False)
+        for c in range(width):
+            if member is not None and (hi is None or c < hi):
+                nxt = min(c + 1, top)
+                edges.append((at(i, c), pre(i, c), comma if c else None))
+                edges.append((pre(i, c), at(i + 1, nxt) if i < n else at(n, nxt), member))
+            if i < n and not req:
+                edges.append((at(i, c), at(i + 1, c), None))
+            if i == n and c >= lo:
+                edges.append((at(n, c), end, None))
+    return Graph(end + 1, tuple(edges), (end,))
 
 
 def _escape(name: str) -> str:

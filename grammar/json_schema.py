@@ -70,7 +70,9 @@ class SchemaCompiler:
         if "anyOf" in schema or "oneOf" in schema:
             return self.combinator(schema, where)
         if "enum" in schema or "const" in schema:
-            return self.enum(schema, where)
+            return self.enum(schema, where)  # jsonschema checks each value, `not` included
+        if "not" in schema:
+            return self.node(self.without_not(schema, where), where)
         types = self.types(schema, where)
         if not types:
             return NOTHING
@@ -93,6 +95,48 @@ class SchemaCompiler:
         if schema.get("nullable") is True and "null" not in types:
             types.append("null")
         return types
+
+    def without_not(self, schema: dict[str, Any], where: str) -> Any:
+        """`schema` with its `not` folded in, for the negations we can state exactly: nothing,
+        everything, a double negation, or a set of types."""
+        rest = {k: v for k, v in schema.items() if k != "not"}
+        negated = schema["not"]
+        if isinstance(negated, dict):
+            negated = {k: v for k, v in negated.items() if k not in ANNOTATIONS}
+        if negated is True or negated == {}:
+            return False
+        if negated is False:
+            return rest
+        if not isinstance(negated, dict):
+            raise GrammarError(f"{where}/not: a schema must be an object or a boolean")
+        if negated.keys() == {"not"}:
+            return {"allOf": [rest, negated["not"]]}
+        excluded = self.type_set(negated, f"{where}/not")
+        if excluded is not None:
+            bare = {k: v for k, v in rest.items() if k != "nullable"}
+            allowed = self.types(bare, where) if "type" in bare else [t for t in TYPES if t != "integer"]
+            if "integer" in excluded and "number" in allowed:
+                raise GrammarError(f"{where}/not: excluding integers from numbers is not supported")
+            kept = [t for t in allowed if t not in excluded and not (t == "integer" and "number" in excluded)]
+            if rest.get("nullable") is True and "null" not in excluded:
+                kept.append("null")
+            if not kept:
+                return False
+            return {**{k: v for k, v in rest.items() if k != "nullable"}, "type": kept}
+        raise GrammarError(f"{where}/not: only negating a type, or another 'not', is supported")
+
+    def type_set(self, schema: Any, where: str) -> set[str] | None:
+        """The types a schema accepts when it is nothing but a type (or an anyOf of such)."""
+        if isinstance(schema, dict):
+            schema = {k: v for k, v in schema.items() if k not in ANNOTATIONS}
+        if not isinstance(schema, dict) or not schema:
+            return None
+        if schema.keys() == {"type"}:
+            return set(self.types(schema, where))
+        if schema.keys() == {"anyOf"} and isinstance(schema["anyOf"], list) and schema["anyOf"]:
+            parts = [self.type_set(s, f"{where}/anyOf/{i}") for i, s in enumerate(schema["anyOf"])]
+            return None if any(p is None for p in parts) else set().union(*parts)
+        return None
 
     def combinator(self, schema: dict[str, Any], where: str) -> Node:
         key = "anyOf" if "anyOf" in schema else "oneOf"

@@ -74,6 +74,22 @@ CASES = [
      ['{"a":1}', '{"a":1,"b":2}'], ["{}", '{"a":1,"b":2,"c":3}', '{"a":"x"}']),
     ({"type": "object", "patternProperties": {"^k": {"type": "boolean"}}, "additionalProperties": False,
       "maxProperties": 1}, ["{}", '{"k1":true}'], ['{"k1":true,"k2":false}', '{"x":true}']),
+    ({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "minProperties": 1,
+      "additionalProperties": False}, ['{"a":1}', '{"b":2}', '{"a":1,"b":2}'], ["{}"]),
+    ({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"], "minProperties": 2,
+      "maxProperties": 3}, ['{"a":1,"x":2}', '{"a":1,"x":2,"y":3}'], ['{"a":1}', '{"a":1,"x":2,"y":3,"z":4}', '{"x":2,"y":3}']),
+    ({"type": "object", "properties": {"a": {}, "b": {}, "c": {}}, "maxProperties": 2},
+     ["{}", '{"a":1,"c":2}', '{"x":1,"y":2}'], ['{"a":1,"b":2,"c":3}', '{"a":1,"x":2,"y":3}']),
+    ({"type": "object", "properties": {"a": {}}, "required": ["a"], "maxProperties": 0}, [], ["{}", '{"a":1}']),
+    ({"type": ["string", "integer", "null"], "not": {"type": "string"}}, ["1", "null"], ['"a"', "true"]),
+    ({"not": {"type": ["object", "array", "string", "number"]}}, ["null", "true"], ["1", "1.5", '"a"', "[]", "{}"]),
+    ({"type": "object", "properties": {"a": {"not": {}}}}, ["{}", '{"b":1}'], ['{"a":1}']),
+    ({"not": {"not": {"type": "integer"}}}, ["1"], ["1.5", '"a"']),
+    ({"type": "object", "properties": {"a": {"type": "integer", "not": {"type": "number"}}}}, ["{}"], ['{"a":1}']),
+    ({"enum": [1, "a", None], "not": {"type": "string"}}, ["1", "null"], ['"a"']),
+    ({"allOf": [{"not": {"type": "null"}}, {"not": {"type": "string"}}], "type": ["null", "string", "boolean"]},
+     ["true"], ["null", '"a"']),
+    ({"minLength": 2, "not": {"type": ["string", "object", "array", "null", "number"]}}, ["true"], ['"ab"', "1"]),
 ]
 
 
@@ -98,7 +114,7 @@ def test_flexible_whitespace_is_bounded():
 @pytest.mark.parametrize(
     "schema, fragment",
     [
-        ({"not": {"type": "string"}}, "/not"),
+        ({"not": {"type": "string", "minLength": 2}}, "/not"),
         ({"type": "object", "properties": {"x": {"if": {}, "then": {}}}}, "/properties/x/if"),
         ({"type": "object", "patternProperties": {"^a": {"type": "integer"}}}, "/patternProperties"),
         ({"type": "object", "properties": {"xa": {}}, "patternProperties": {"a": {"type": "integer"}},
@@ -113,7 +129,9 @@ def test_flexible_whitespace_is_bounded():
         ({"$ref": "#/$defs/missing"}, "/$ref"),
         ({"oneOf": [{"type": "integer"}, {"type": "number"}]}, "/oneOf"),
         ({"type": "string", "pattern": "(?=a)"}, "/pattern"),
-        ({"type": "object", "properties": {"a": {}}, "minProperties": 2}, "/minProperties"),
+        ({"type": "object", "properties": {"a": {}}, "minProperties": 3000}, "/minProperties"),
+        ({"type": "number", "not": {"type": "integer"}}, "/not"),
+        ({"type": "string", "not": {"enum": ["a"]}}, "/not"),
         ({"type": "integer", "multipleOf": 0.5}, "/multipleOf"),
         ({"type": "strin"}, "/type"),
         ("{not json", "JSON"),
@@ -123,3 +141,23 @@ def test_unsupported_or_invalid_schemas_raise_with_pointer(schema, fragment):
     with pytest.raises(grammar.GrammarError) as info:
         grammar.compile_json_schema(schema, VOCAB)
     assert fragment in str(info.value)
+
+
+@pytest.mark.parametrize("required", [[], ["b"]])
+@pytest.mark.parametrize("extra", [False, {"type": "integer"}])
+@pytest.mark.parametrize("counts", [{"minProperties": 1}, {"minProperties": 2}, {"maxProperties": 1},
+                                    {"maxProperties": 2}, {"minProperties": 1, "maxProperties": 3}])
+def test_property_counts_beside_declared_properties_agree_with_jsonschema(required, extra, counts):
+    """Every object over keys a, b (declared, in order) then x, y (extra) is accepted exactly
+    when jsonschema says it is valid."""
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+              "required": required, "additionalProperties": extra, **counts}  # fmt: skip
+    try:
+        g = grammar.compile_json_schema(schema, VOCAB)
+    except grammar.GrammarError:
+        pytest.fail("counted properties should compile")
+    keys = ["a", "b", "x", "y"]
+    for bits in range(16):
+        instance = {k: 1 for i, k in enumerate(keys) if bits >> i & 1}
+        valid = jsonschema.Draft202012Validator(schema).is_valid(instance)
+        assert accepts_text(g, json.dumps(instance, separators=(",", ":"))) == valid, instance
