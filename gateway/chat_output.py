@@ -85,13 +85,17 @@ class PlainOutput:
 
 
 class ParsedOutput:
-    """Adapts a `parsing.open_stream(...)` stream: its events become DeltaParts."""
+    """Adapts a `parsing.open_stream(...)` stream: its events become DeltaParts.
 
-    def __init__(self, stream: Any) -> None:
+    `max_calls` (1 under `parallel_tool_calls: false`) drops the calls after that many: the
+    text of a dropped call is neither content nor a call."""
+
+    def __init__(self, stream: Any, max_calls: int | None = None) -> None:
         import parsing
 
         self._events = parsing
         self._stream = stream
+        self._max_calls = max_calls
         self.num_tool_calls = 0
 
     def feed(self, text: str) -> DeltaParts:
@@ -104,6 +108,8 @@ class ParsedOutput:
         ev = self._events
         parts = DeltaParts()
         for event in events:
+            if self._max_calls is not None and getattr(event, "index", -1) >= self._max_calls:
+                continue
             if isinstance(event, ev.ContentDelta):
                 parts.content += event.text
             elif isinstance(event, ev.ReasoningDelta):
@@ -152,15 +158,17 @@ def resolve_parsers(config: ParserConfig, tokenizer: Any) -> ParserConfig:
     return ParserConfig(tool_parser=names[0], reasoning_parser=names[1])
 
 
-def open_output(config: ParserConfig, tools: list[dict] | None, starts_in_reasoning: bool) -> OutputStream:
+def open_output(config: ParserConfig, tools: list[dict] | None, starts_in_reasoning: bool,
+                max_calls: int | None = None) -> OutputStream:
     """The output stream for one choice. The tool parser runs when the request offers tools;
-    the reasoning parser otherwise; with neither, all text is content."""
+    the reasoning parser otherwise; with neither, all text is content. At most `max_calls`
+    tool calls are reported."""
     fmt = (config.tool_parser if tools else None) or config.reasoning_parser
     if not fmt:
         return PlainOutput()
     import parsing
 
-    return ParsedOutput(parsing.open_stream(fmt, tools or [], starts_in_reasoning))
+    return ParsedOutput(parsing.open_stream(fmt, tools or [], starts_in_reasoning), max_calls)
 
 
 class MessageBuilder:

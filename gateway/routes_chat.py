@@ -76,7 +76,8 @@ class ChatCall:
         self.states = [
             ChoiceState(
                 services,
-                open_output(services.parsers, tools, rendered.starts_in_reasoning),
+                open_output(services.parsers, tools, rendered.starts_in_reasoning,
+                            max_calls=1 if req.parallel_tool_calls is False else None),
                 TokenTimer(services.metrics, self.start),
                 want_logprobs=bool(req.logprobs),
                 named_tool=named,

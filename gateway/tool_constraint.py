@@ -71,6 +71,8 @@ def tool_call_spec(req: ChatCompletionRequest, tool_format: str | None) -> Const
         spec["min_calls"] = 1
         if isinstance(req.tool_choice, dict) or req.parallel_tool_calls is False or block_begin:
             spec["max_calls"] = 1
-    else:  # the grammar bounds calls only without free text: parallel_tool_calls=false is not enforced here
+    else:  # calls to tools without `strict` are not in the grammar: the output stream drops extra calls
         spec.update(allow_free_text=True, min_calls=0)
+        if req.parallel_tool_calls is False:
+            spec["max_calls"] = 1
     return Constraint(StructuredSpec(structural_tag=json.dumps(spec, ensure_ascii=False)), param)

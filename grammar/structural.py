@@ -7,6 +7,8 @@ from typing import Any
 from grammar.ir import Alt, Bytes, Grammar, GrammarError, Graph, Node, Ref, Repeat, Seq, alt, lit, opt, seq
 from grammar.json_schema import compile_schema_to_grammar
 
+MAX_COUNTED_CALLS = 16  # free text is copied once per count of calls
+
 
 def _rename(node: Node, prefix: str) -> Node:
     if isinstance(node, Ref):
@@ -46,18 +48,21 @@ def _alternatives(spec: dict[str, Any], rules: dict[str, Node]) -> list[tuple[by
     return out
 
 
-def _text_graph(calls: list[tuple[bytes, Node]], min_calls: int) -> Graph:
-    """Free text where reaching a begin string starts that call (an Aho-Corasick automaton);
-    two copies of the text states when at least one call is required."""
+def _text_graph(calls: list[tuple[bytes, Node]], min_calls: int, max_calls: int | None) -> Graph:
+    """Free text where reaching a begin string starts that call (an Aho-Corasick automaton).
+
+    One copy of the text states per number of calls made so far (0 .. max_calls, or up to
+    min_calls and staying there when there is no maximum); in the copy at max_calls the byte
+    that would complete a begin string is not allowed, so no further call can start."""
     prefixes = sorted({b[:k] for b, _ in calls for k in range(len(b))}, key=lambda p: (len(p), p))
     index = {p: i for i, p in enumerate(prefixes)}
     begins = {b: body for b, body in calls}
     n = len(prefixes)
-    copies = 2 if min_calls else 1
+    top = min_calls if max_calls is None else max_calls
     edges: list[tuple[int, int, Node | None]] = []
-    for copy in range(copies):
-        base = copy * n
-        after = (copies - 1) * n  # after a call: the last copy (enough calls made)
+    for count in range(top + 1):
+        base = count * n
+        after = None if count == max_calls else min(count + 1, top) * n
         for p in prefixes:
             targets: dict[int | bytes, list[int]] = {}
             for b in range(256):
@@ -71,11 +76,12 @@ def _text_graph(calls: list[tuple[bytes, Node]], min_calls: int) -> Graph:
             for target, byte_list in targets.items():
                 ranges = _ranges(byte_list)
                 if isinstance(target, bytes):
-                    edges.append((base + index[p], after, seq(Bytes(ranges), begins[target])))
+                    if after is not None:
+                        edges.append((base + index[p], after, seq(Bytes(ranges), begins[target])))
                 else:
                     edges.append((base + index[p], base + target, Bytes(ranges)))
-    finals = tuple(range((copies - 1) * n, copies * n))
-    return Graph(copies * n, tuple(edges), finals)
+    finals = tuple(range(min_calls * n, (top + 1) * n))
+    return Graph((top + 1) * n, tuple(edges), finals)
 
 
 def _ranges(values: list[int]) -> tuple[tuple[int, int], ...]:
@@ -103,9 +109,9 @@ def structural_to_grammar(spec: dict[str, Any]) -> Grammar:
     if not isinstance(min_calls, int) or min_calls < 0 or (max_calls is not None and (not isinstance(max_calls, int) or max_calls < max(min_calls, 1))):
         raise GrammarError("structural tag: bad min_calls/max_calls")
     if free:
-        if max_calls is not None or min_calls > 1:
-            raise GrammarError("structural tag: with free text only min_calls 0 or 1 and no max_calls are supported")
-        rules["start"] = _text_graph(calls, min_calls)
+        if max(min_calls, max_calls or 0) > MAX_COUNTED_CALLS:
+            raise GrammarError(f"structural tag: with free text min_calls and max_calls are at most {MAX_COUNTED_CALLS}")
+        rules["start"] = _text_graph(calls, min_calls, max_calls)
         return Grammar(rules, "start")
     sep = spec.get("separator", "")
     if not isinstance(sep, str):

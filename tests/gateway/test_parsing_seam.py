@@ -111,3 +111,21 @@ async def test_required_tool_choice_needs_a_tool_parser(client):
     payload = {"messages": MESSAGES, "tools": TOOLS, "tool_choice": "required"}
     resp = await client.post("/v1/chat/completions", json=payload)
     assert resp.status == 400 and (await resp.json())["error"]["param"] == "tool_choice"
+
+
+async def test_parallel_tool_calls_false_reports_only_the_first_call(make_client):
+    second = ["<tool_call>", '{"name": "get_weather", "arguments": {"city": "Rome"}}', "</tool_call>"]
+    client = await _client(make_client, CALL_TEXT + second + [" done"], tool_parser="hermes")
+    payload = {"messages": MESSAGES, "tools": TOOLS, "parallel_tool_calls": False}
+    body = await (await client.post("/v1/chat/completions", json=payload)).json()
+    message = body["choices"][0]["message"]
+    (call,) = message["tool_calls"]
+    assert json.loads(call["function"]["arguments"]) == {"city": "Paris"}
+    assert "Rome" not in json.dumps(message)
+    events = await read_events(await client.post("/v1/chat/completions", json={**payload, "stream": True}))
+    fragments = [t for e in events[:-1] for t in e["choices"][0]["delta"].get("tool_calls", [])]
+    assert {f["index"] for f in fragments} == {0}
+    assert "Rome" not in json.dumps(events)
+    # the default (parallel calls allowed) keeps both
+    body = await (await client.post("/v1/chat/completions", json={**payload, "parallel_tool_calls": True})).json()
+    assert len(body["choices"][0]["message"]["tool_calls"]) == 2

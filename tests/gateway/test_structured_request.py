@@ -139,8 +139,10 @@ async def test_strict_tools_constrain_their_arguments_under_auto(make_client):
     (alt,) = spec["alternatives"]  # only the strict tool
     assert alt["begin"] == '<tool_call>\n{"name": "get_weather", "arguments": '
     assert alt["schema"] == TOOLS[0]["function"]["parameters"]
+    assert "max_calls" not in spec
     resp = await _post(client, tools=TOOLS, parallel_tool_calls=False)
     assert resp.status == 200, await resp.text()
+    assert json.loads(_spec(client).structural_tag)["max_calls"] == 1
     await _post(client, tools=TOOLS, tool_choice="none")
     assert _spec(client) is None
     await _post(client, tools=TOOLS[1:])

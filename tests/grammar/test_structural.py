@@ -37,6 +37,14 @@ SPEC = {
         ({"allow_free_text": True}, 'hi <tool_call>{"name":"f","arguments":{"y":1}}</tool_call>', False),
         ({"allow_free_text": True, "min_calls": 1}, "hello", False),
         ({"allow_free_text": True, "min_calls": 1}, "hello " + CALL, True),
+        ({"allow_free_text": True, "max_calls": 1}, "hi " + CALL + " bye", True),
+        ({"allow_free_text": True, "max_calls": 1}, "hi " + CALL + " bye " + CALL, False),
+        ({"allow_free_text": True, "max_calls": 1}, CALL + CALL.replace('"f"', '"g"').replace('{"x":1}', "{}"), False),
+        ({"allow_free_text": True, "max_calls": 1}, CALL + ' <tool_call>{"name":"f","argument', True),
+        ({"allow_free_text": True, "min_calls": 2, "max_calls": 3}, CALL + " and " + CALL, True),
+        ({"allow_free_text": True, "min_calls": 2, "max_calls": 3}, CALL + " only", False),
+        ({"allow_free_text": True, "min_calls": 2, "max_calls": 3}, CALL + CALL + CALL + CALL, False),
+        ({"allow_free_text": True, "min_calls": 2}, CALL + CALL + CALL + CALL, True),
     ],
 )
 def test_structural_tag_language(spec_update, text, ok):
