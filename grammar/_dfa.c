@@ -276,6 +276,8 @@ static int32_t intern(Builder *b, const int32_t *x, Py_ssize_t n) {
         final |= b->nfa_final[x[k]];
         calls |= PyList_GET_SIZE(PyList_GET_ITEM(b->calls, x[k])) != 0;
     }
+    int32_t *row = TRANS(b) + (Py_ssize_t)d * 256;  /* the tables leave new rows uninitialized */
+    for (int c = 0; c < 256; c++) row[c] = UNKNOWN;
     IS_FINAL(b)[d] = final;
     HAS_CALLS(b)[d] = calls;
     FLAGS(b)[d] = (final ? FLAG_FINAL : 0) | (calls ? FLAG_CALLS : 0);

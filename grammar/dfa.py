@@ -22,6 +22,7 @@ MIN_DOMINANT_BYTES = 32  # a state sending fewer bytes to one target gets no tok
 NO_SLICE = -1
 SLICE_UNKNOWN = -2
 UNBOUNDED = 1 << 30  # absorb length of a state looping on its slice
+MAX_FIRST_ROWS = 1 << 14  # first table size: the NFA's state count rounded up to a power of two, capped
 
 
 class LazyDfa:
@@ -40,17 +41,22 @@ class LazyDfa:
         self.utf8_upgrade: tuple[int, int] | None = None  # (ASCII slice, same + UTF-8 slice) ids
         self.sets: list[frozenset[int]] = []
         self.index: dict[frozenset[int], int] = {}
-        self.trans = np.full((64, 256), UNKNOWN, dtype=np.int32)  # [cap, 256]
-        self.is_final = np.zeros(64, dtype=bool)  # [cap]
-        self.has_calls = np.zeros(64, dtype=bool)  # [cap]
+        cap = 64
+        while cap < min(len(nfa.eps), MAX_FIRST_ROWS):
+            cap *= 2
+        # [cap, 256]: uninitialized memory (pages are touched only when used); a row is set to
+        # UNKNOWN when its state is made, so growing copies the old rows and fills nothing.
+        self.trans = np.empty((cap, 256), dtype=np.int32)
+        self.is_final = np.zeros(cap, dtype=bool)  # [cap]
+        self.has_calls = np.zeros(cap, dtype=bool)  # [cap]
         self.loops: dict[int, np.ndarray | None] = {}  # dstate -> bytes looping back to it
-        self.has_loop = np.full(64, -1, dtype=np.int8)  # [cap]: -1 unknown, 0 / 1
-        self.flags = np.zeros(64, dtype=np.uint8)  # [cap] FLAG_CALLS | FLAG_FINAL (read by the C walk)
+        self.has_loop = np.full(cap, -1, dtype=np.int8)  # [cap]: -1 unknown, 0 / 1
+        self.flags = np.zeros(cap, dtype=np.uint8)  # [cap] FLAG_CALLS | FLAG_FINAL (read by the C walk)
         # Token slices (read by the C walk; filled by `prepare`): the slice of the byte set that
         # sends a state to one target, and how many bytes of it the state surely absorbs.
-        self.slice_of = np.full(64, SLICE_UNKNOWN, dtype=np.int16)  # [cap]
-        self.absorb = np.zeros(64, dtype=np.int32)  # [cap]
-        self.dominant = np.full(64, DEAD, dtype=np.int32)  # [cap] target of at least MIN_DOMINANT_BYTES bytes
+        self.slice_of = np.full(cap, SLICE_UNKNOWN, dtype=np.int16)  # [cap]
+        self.absorb = np.zeros(cap, dtype=np.int32)  # [cap]
+        self.dominant = np.full(cap, DEAD, dtype=np.int32)  # [cap] target of at least MIN_DOMINANT_BYTES bytes
         self._slice_next: dict[int, tuple[int, int]] = {}  # dstate -> (slice id, target)
         self._utf8_checked: set[int] = set()
         self._utf8_pairs: dict[tuple[int, int], bool] = {}  # (state, next) -> characters step there
@@ -128,6 +134,7 @@ class LazyDfa:
         d = len(self.sets)
         if d >= len(self.is_final):
             self._grow()
+        self.trans[d] = UNKNOWN
         self.sets.append(states)
         self.index[states] = d
         self.is_final[d] = not states.isdisjoint(self.final_states)
@@ -159,7 +166,7 @@ class LazyDfa:
 
     def _grow(self) -> None:
         cap = len(self.is_final) * 2
-        trans = np.full((cap, 256), UNKNOWN, dtype=np.int32)
+        trans = np.empty((cap, 256), dtype=np.int32)
         trans[: len(self.trans)] = self.trans
         self.trans = trans
         self.is_final = np.concatenate([self.is_final, np.zeros(cap - len(self.is_final), dtype=bool)])
