@@ -40,9 +40,8 @@ def _syntax(tool_format: str | None, what: str, param: str) -> dict[str, Any]:
     import parsing
 
     syntax = parsing.call_syntax(tool_format)
-    if not syntax or syntax.get("args") != "json" or "{index}" in syntax["begin"]:
-        raise bad_request(f"{what} is not supported for the {tool_format} format (its arguments are not one JSON "
-                          f"object per call)", param)  # fmt: skip
+    if not syntax or "{index}" in syntax["begin"]:
+        raise bad_request(f"{what} is not supported for the {tool_format} format (its calls are numbered)", param)
     return syntax
 
 
@@ -56,20 +55,25 @@ def tool_call_spec(req: ChatCompletionRequest, tool_format: str | None) -> Const
             return None
     what, param = ("tool_choice required or named", "tool_choice") if forced else ("strict: true", "tools")
     syntax = _syntax(tool_format, what, param)
-    # Formats that wrap calls in a block (deepseek) get the block around each call, one call per block.
+    # Every call gets the format's block around it: formats with one block per call (qwen3-coder)
+    # repeat it; formats whose block holds all calls (deepseek) are then held to one call.
     block_begin, block_end = syntax.get("block_begin", ""), syntax.get("block_end", "")
-    alternatives = [
-        {
+    one_block = bool(block_begin) and not syntax.get("block_per_call")
+    xml = {"begin": syntax["param_begin"], "end": syntax["param_end"]} if syntax["args"] == "xml" else None
+    alternatives = []
+    for tool in tools:
+        alternative = {
             "begin": block_begin + syntax["begin"].replace("{name}", tool.function.name),
             "schema": tool.function.parameters or {"type": "object"},
             "end": syntax["end"] + block_end,
         }
-        for tool in tools
-    ]
+        if xml:
+            alternative["xml_params"] = xml
+        alternatives.append(alternative)
     spec: dict[str, Any] = {"alternatives": alternatives, "separator": syntax.get("separator", "")}
     if forced:
         spec["min_calls"] = 1
-        if isinstance(req.tool_choice, dict) or req.parallel_tool_calls is False or block_begin:
+        if isinstance(req.tool_choice, dict) or req.parallel_tool_calls is False or one_block:
             spec["max_calls"] = 1
     else:  # calls to tools without `strict` are not in the grammar: the output stream drops extra calls
         spec.update(allow_free_text=True, min_calls=0)

@@ -12,7 +12,9 @@ Usage (the engine and tests call exactly this)::
 
 Structural tag spec (a dict, built by the gateway from a parsing format and the tools)::
 
-    {"alternatives": [{"begin": "<tool_call>", "schema": {...JSON schema...}, "end": "</tool_call>"}],
+    {"alternatives": [{"begin": "<tool_call>", "schema": {...JSON schema...}, "end": "</tool_call>",
+                       # optional: arguments as XML-style parameters instead of one JSON value
+                       "xml_params": {"begin": "<parameter={key}>", "end": "</parameter>"}}],
      "separator": "\\n",          # between consecutive calls ("" allowed)
      "allow_free_text": False,   # True: any text, where each begin string starts a constrained call
      "min_calls": 1,             # optional; default 1 without free text, 0 with it

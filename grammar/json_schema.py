@@ -33,12 +33,17 @@ class SchemaCompiler:
         self.pending: list[tuple[str, Any, str]] = []
 
     def compile(self) -> Grammar:
-        self.grammar.rules["start"] = self.node(self.root, "")
+        grammar = self.finish(self.node(self.root, ""))
+        if grammar.rules["start"] == NOTHING:
+            raise GrammarError("schema accepts no value")
+        return grammar
+
+    def finish(self, start: Node) -> Grammar:
+        """The grammar with `start` as its start rule and every `$ref` target it reached."""
+        self.grammar.rules["start"] = start
         while self.pending:
             name, schema, where = self.pending.pop()
             self.grammar.rules[name] = self.node(schema, where)
-        if self.grammar.rules["start"] == NOTHING:
-            raise GrammarError("schema accepts no value")
         return self.grammar
 
     def ref(self, target: str, where: str) -> Node:

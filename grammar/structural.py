@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from grammar.ir import Alt, Bytes, Grammar, GrammarError, Graph, Node, Ref, Repeat, Seq, alt, lit, opt, seq
+from grammar.ir import Alt, Grammar, GrammarError, Graph, Node, Ref, Repeat, Seq, alt, lit, opt, seq
 from grammar.json_schema import compile_schema_to_grammar
+from grammar.text_scan import scan_states
+from grammar.xml_params import xml_params_grammar
 
 MAX_COUNTED_CALLS = 16  # free text is copied once per count of calls
 
@@ -38,7 +40,7 @@ def _alternatives(spec: dict[str, Any], rules: dict[str, Node]) -> list[tuple[by
         if not item["begin"]:
             raise GrammarError(f"structural tag: alternatives/{i}/begin must not be empty")
         try:
-            sub = compile_schema_to_grammar(item.get("schema", True), ws)
+            sub = _arguments_grammar(item, ws, i)
         except GrammarError as exc:
             raise GrammarError(f"structural tag: alternatives/{i}/schema: {exc}") from None
         prefix = f"tag{i}/"
@@ -48,14 +50,23 @@ def _alternatives(spec: dict[str, Any], rules: dict[str, Node]) -> list[tuple[by
     return out
 
 
+def _arguments_grammar(item: dict[str, Any], ws: str, i: int) -> Grammar:
+    """One JSON value for the schema, or with `xml_params` {begin, end} XML-style parameters."""
+    xml = item.get("xml_params")
+    if xml is None:
+        return compile_schema_to_grammar(item.get("schema", True), ws)
+    if not isinstance(xml, dict) or not all(isinstance(xml.get(k), str) and xml.get(k) for k in ("begin", "end")):
+        raise GrammarError(f"structural tag: alternatives/{i}/xml_params needs non-empty string 'begin' and 'end'")
+    return xml_params_grammar(item.get("schema", True), xml["begin"], xml["end"], "")
+
+
 def _text_graph(calls: list[tuple[bytes, Node]], min_calls: int, max_calls: int | None) -> Graph:
-    """Free text where reaching a begin string starts that call (an Aho-Corasick automaton).
+    """Free text where reaching a begin string starts that call.
 
     One copy of the text states per number of calls made so far (0 .. max_calls, or up to
     min_calls and staying there when there is no maximum); in the copy at max_calls the byte
     that would complete a begin string is not allowed, so no further call can start."""
-    prefixes = sorted({b[:k] for b, _ in calls for k in range(len(b))}, key=lambda p: (len(p), p))
-    index = {p: i for i, p in enumerate(prefixes)}
+    prefixes, moves = scan_states([b for b, _ in calls])
     begins = {b: body for b, body in calls}
     n = len(prefixes)
     top = min_calls if max_calls is None else max_calls
@@ -63,35 +74,14 @@ def _text_graph(calls: list[tuple[bytes, Node]], min_calls: int, max_calls: int 
     for count in range(top + 1):
         base = count * n
         after = None if count == max_calls else min(count + 1, top) * n
-        for p in prefixes:
-            targets: dict[int | bytes, list[int]] = {}
-            for b in range(256):
-                s = p + bytes([b])
-                if s in begins:
-                    targets.setdefault(s, []).append(b)
-                    continue
-                while s not in index:
-                    s = s[1:]
-                targets.setdefault(index[s], []).append(b)
-            for target, byte_list in targets.items():
-                ranges = _ranges(byte_list)
-                if isinstance(target, bytes):
-                    if after is not None:
-                        edges.append((base + index[p], after, seq(Bytes(ranges), begins[target])))
-                else:
-                    edges.append((base + index[p], base + target, Bytes(ranges)))
+        for i, targets in enumerate(moves):
+            for target, label in targets.items():
+                if not isinstance(target, bytes):
+                    edges.append((base + i, base + target, label))
+                elif after is not None:
+                    edges.append((base + i, after, seq(label, begins[target])))
     finals = tuple(range(min_calls * n, (top + 1) * n))
     return Graph((top + 1) * n, tuple(edges), finals)
-
-
-def _ranges(values: list[int]) -> tuple[tuple[int, int], ...]:
-    out: list[tuple[int, int]] = []
-    for v in values:
-        if out and out[-1][1] == v - 1:
-            out[-1] = (out[-1][0], v)
-        else:
-            out.append((v, v))
-    return tuple(out)
 
 
 def structural_to_grammar(spec: dict[str, Any]) -> Grammar:

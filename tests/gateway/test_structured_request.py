@@ -152,10 +152,14 @@ async def test_strict_tools_constrain_their_arguments_under_auto(make_client):
 async def test_strict_tools_need_a_constrainable_format(make_client):
     plain = await make_client(max_model_len=2048)
     await _expect_error(await _post(plain, tools=TOOLS), 400, "tools")
+    kimi = await make_client(GatewaySettings(parsers=ParserConfig(tool_parser="kimi_k2")), max_model_len=2048)
+    error = await _expect_error(await _post(kimi, tools=TOOLS), 400, "tools")
+    assert "kimi_k2" in error["message"]
+    await _good_after(kimi)
     xml = await make_client(GatewaySettings(parsers=ParserConfig(tool_parser="qwen3_coder")), max_model_len=2048)
-    error = await _expect_error(await _post(xml, tools=TOOLS), 400, "tools")
-    assert "qwen3_coder" in error["message"]
-    await _good_after(xml)
+    resp = await _post(xml, tools=TOOLS)
+    assert resp.status == 200, await resp.text()
+    assert json.loads(_spec(xml).structural_tag)["alternatives"][0]["xml_params"]["begin"] == "<parameter={key}>\n"
 
 
 async def test_strict_tool_with_a_bad_schema_is_400(make_client):
