@@ -40,8 +40,8 @@ def _syntax(tool_format: str | None, what: str, param: str) -> dict[str, Any]:
     import parsing
 
     syntax = parsing.call_syntax(tool_format)
-    if not syntax or "{index}" in syntax["begin"]:
-        raise bad_request(f"{what} is not supported for the {tool_format} format (its calls are numbered)", param)
+    if not syntax:
+        raise bad_request(f"{what} is not supported for the {tool_format} format (it has no tool calls)", param)
     return syntax
 
 
@@ -60,23 +60,27 @@ def tool_call_spec(req: ChatCompletionRequest, tool_format: str | None) -> Const
     block_begin, block_end = syntax.get("block_begin", ""), syntax.get("block_end", "")
     one_block = bool(block_begin) and not syntax.get("block_per_call")
     xml = {"begin": syntax["param_begin"], "end": syntax["param_end"]} if syntax["args"] == "xml" else None
+    if forced:
+        single = isinstance(req.tool_choice, dict) or req.parallel_tool_calls is False or one_block
+        spec: dict[str, Any] = {"min_calls": 1, **({"max_calls": 1} if single else {})}
+    else:  # calls to tools without `strict` are not in the grammar: the output stream drops extra calls
+        single = req.parallel_tool_calls is False
+        spec = {"allow_free_text": True, "min_calls": 0, **({"max_calls": 1} if single else {})}
+    begin = syntax["begin"]
+    if "{index}" in begin:  # kimi numbers its calls: known only when there is just one
+        if not single:
+            raise bad_request(f"{what} for the {tool_format} format needs parallel_tool_calls: false (its calls "
+                              f"are numbered)", param)  # fmt: skip
+        begin = begin.replace("{index}", "0")
     alternatives = []
     for tool in tools:
         alternative = {
-            "begin": block_begin + syntax["begin"].replace("{name}", tool.function.name),
+            "begin": block_begin + begin.replace("{name}", tool.function.name),
             "schema": tool.function.parameters or {"type": "object"},
             "end": syntax["end"] + block_end,
         }
         if xml:
             alternative["xml_params"] = xml
         alternatives.append(alternative)
-    spec: dict[str, Any] = {"alternatives": alternatives, "separator": syntax.get("separator", "")}
-    if forced:
-        spec["min_calls"] = 1
-        if isinstance(req.tool_choice, dict) or req.parallel_tool_calls is False or one_block:
-            spec["max_calls"] = 1
-    else:  # calls to tools without `strict` are not in the grammar: the output stream drops extra calls
-        spec.update(allow_free_text=True, min_calls=0)
-        if req.parallel_tool_calls is False:
-            spec["max_calls"] = 1
+    spec.update(alternatives=alternatives, separator=syntax.get("separator", ""))
     return Constraint(StructuredSpec(structural_tag=json.dumps(spec, ensure_ascii=False)), param)

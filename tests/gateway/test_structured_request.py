@@ -154,8 +154,11 @@ async def test_strict_tools_need_a_constrainable_format(make_client):
     await _expect_error(await _post(plain, tools=TOOLS), 400, "tools")
     kimi = await make_client(GatewaySettings(parsers=ParserConfig(tool_parser="kimi_k2")), max_model_len=2048)
     error = await _expect_error(await _post(kimi, tools=TOOLS), 400, "tools")
-    assert "kimi_k2" in error["message"]
+    assert "kimi_k2" in error["message"] and "parallel_tool_calls" in error["message"]
     await _good_after(kimi)
+    resp = await _post(kimi, tools=TOOLS, parallel_tool_calls=False)
+    assert resp.status == 200, await resp.text()
+    assert ":0<|tool_call_argument_begin|>" in json.loads(_spec(kimi).structural_tag)["alternatives"][0]["begin"]
     xml = await make_client(GatewaySettings(parsers=ParserConfig(tool_parser="qwen3_coder")), max_model_len=2048)
     resp = await _post(xml, tools=TOOLS)
     assert resp.status == 200, await resp.text()

@@ -20,7 +20,7 @@ SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}, "days": {
           "required": ["city", "days"]}  # fmt: skip
 TOOLS = [{"type": "function", "function": {"name": "weather", "parameters": SCHEMA}},
          {"type": "function", "function": {"name": "time", "parameters": {"type": "object", "properties": {}}}}]
-FORMATS = [f for f in parsing.formats() if (s := parsing.call_syntax(f)) and "{index}" not in s["begin"]]
+FORMATS = [f for f in parsing.formats() if parsing.call_syntax(f)]
 CALLS = [("weather", {"city": "New York <b>", "days": 3}), ("time", {})]
 
 
@@ -42,7 +42,8 @@ def _render(fmt: str, calls: list[tuple[str, dict]]) -> str:
                 + (v if isinstance(v, str) else json.dumps(v)) + syn["param_end"]
                 for k, v in args.items()
             )
-        parts.append(syn.get("block_begin", "") + syn["begin"].replace("{name}", name) + body + syn["end"]
+        begin = syn["begin"].replace("{name}", name).replace("{index}", str(len(parts)))
+        parts.append(syn.get("block_begin", "") + begin + body + syn["end"]
                      + syn.get("block_end", ""))  # fmt: skip
     return syn["separator"].join(parts)
 
