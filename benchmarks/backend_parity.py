@@ -94,10 +94,13 @@ def sweep(llms: dict[str, LLM], args) -> list[Point]:
         for backend in BACKENDS:
             tok_s, ttft, itl = (statistics.median(r[i] for r in runs[backend]) for i in range(3))
             points.append(Point(backend, prompt_len, concurrency, tok_s, ttft * 1e3, itl * 1e3))
+        pairs = list(zip(runs["native"], runs["transformers"]))
+        each = " ".join(f"{t[0] / n[0]:.2f}" for n, t in pairs)
         native, trf = points[-2], points[-1]
         print(f"prompt {prompt_len:5d}  n={concurrency:3d}  native {native.tok_s:8.1f} tok/s  transformers {trf.tok_s:8.1f} "
-              f"tok/s  ratios: tok/s {trf.tok_s / native.tok_s:5.2f}  TTFT {_ratio(native.ttft_ms, trf.ttft_ms)}  "
-              f"ITL {_ratio(native.itl_ms, trf.itl_ms)}  (load {_load()})", flush=True)  # fmt: skip
+              f"tok/s  ratios: tok/s {trf.tok_s / native.tok_s:5.2f} (each repeat: {each})  "
+              f"TTFT {_ratio(native.ttft_ms, trf.ttft_ms)}  ITL {_ratio(native.itl_ms, trf.itl_ms)}  (load {_load()})",
+              flush=True)  # fmt: skip
     return points
 
 
