@@ -31,8 +31,16 @@ class _Pending:
     deadline: float
 
 
-def compile_spec(spec: StructuredSpec, vocab):
-    """Compiles a spec to a grammar.CompiledGrammar; raises grammar.GrammarError or ValueError."""
+def compile_spec(spec: StructuredSpec, vocab, limit: float | None = None):
+    """Compiles a spec to a grammar.CompiledGrammar; raises grammar.GrammarError or ValueError
+    (also once `limit` seconds have passed: the compile stops and frees its thread)."""
+    import grammar
+
+    with grammar.time_limit(limit):
+        return _compile(spec, vocab)
+
+
+def _compile(spec: StructuredSpec, vocab):
     import grammar
 
     if spec.json_schema is not None:
@@ -87,7 +95,7 @@ class GrammarChecker:
         vocab_future = self._vocab
 
         def compile_now() -> None:
-            compile_spec(spec, vocab_future.result())
+            compile_spec(spec, vocab_future.result(), self._timeout)
 
         loop = asyncio.get_running_loop()
         try:
@@ -138,12 +146,12 @@ class StructuredOutputs:
 
     def check(self, spec: StructuredSpec) -> None:
         """Compiles `spec` now, on the caller's thread; raises what the compiler raises."""
-        compile_spec(spec, self._vocabulary())
+        compile_spec(spec, self._vocabulary(), self._timeout)
 
     def submit(self, request) -> None:
         """Starts compiling the request's grammar on the worker thread."""
         spec = request.params.structured
-        future = self._compile_executor().submit(lambda: compile_spec(spec, self._vocabulary()))
+        future = self._compile_executor().submit(lambda: compile_spec(spec, self._vocabulary(), self._timeout))
         self.pending.append(_Pending(request, future, time.monotonic() + self._timeout))
 
     def poll(self) -> tuple[list, list[tuple[object, str]]]:

@@ -21,6 +21,9 @@ Structural tag spec (a dict, built by the gateway from a parsing format and the 
      "max_calls": None,          # optional upper bound on the number of calls
      "whitespace": "compact"}    # optional, for the schemas
 
+`with grammar.time_limit(seconds):` makes compiles on this thread stop with `GrammarError`
+once the limit has passed (they free their thread instead of running on).
+
 Every compile raises `GrammarError` naming the unsupported or invalid construct (for JSON
 Schema: the keyword and its JSON pointer). Compiled grammars are cached per vocabulary.
 """
@@ -36,12 +39,13 @@ from grammar.ir import Grammar, GrammarError, alt, lit
 from grammar.json_schema import compile_schema_to_grammar
 from grammar.matcher import Matcher
 from grammar.regex import regex_to_node
+from grammar.time_limit import time_limit
 from grammar.vocab import Vocabulary
 
 __all__ = [
     "CompiledGrammar", "GrammarError", "Matcher", "Vocabulary", "allocate_bitmask", "apply_bitmask",
     "compile_choice", "compile_gbnf", "compile_json_schema", "compile_lark", "compile_regex", "compile_structural_tag",
-    "unpack_bitmask",
+    "time_limit", "unpack_bitmask",
 ]
 MAX_CACHED_GRAMMARS = 256
 

@@ -11,6 +11,7 @@ from grammar.json_merge import ANNOTATIONS, check_keywords, merge_all, one_of_di
 from grammar.json_numbers import integer_node, number_node
 from grammar.json_objects import array_node, object_node
 from grammar.json_text import ANY_VALUE, add_any_value, any_json_char, json_literal, quoted, string_body, whitespace
+from grammar.time_limit import check_time_limit
 
 TYPES = ("null", "boolean", "object", "array", "number", "integer", "string")
 TYPE_KEYWORDS = {
@@ -59,6 +60,7 @@ class SchemaCompiler:
         return Ref(ANY_VALUE)
 
     def node(self, schema: Any, where: str) -> Node:
+        check_time_limit()
         if schema is True:
             return self.any_value()
         if schema is False:

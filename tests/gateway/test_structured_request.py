@@ -107,7 +107,7 @@ async def test_compile_time_limit_is_a_400(client, monkeypatch):
     import engine.structured
 
     real = engine.structured.compile_spec
-    monkeypatch.setattr(engine.structured, "compile_spec", lambda spec, vocab: (time.sleep(0.5), real(spec, vocab)))
+    monkeypatch.setattr(engine.structured, "compile_spec", lambda *args: (time.sleep(0.5), real(*args)))
     client.fakes[0].grammar_compile_timeout = 0.1
     resp = await _post(client, stream=True, structured_outputs={"json": {"type": "object"}})
     error = await _expect_error(resp, 400, "structured_outputs")
