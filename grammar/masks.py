@@ -258,15 +258,37 @@ def compute_mask(dfa: LazyDfa, vocab: Vocabulary, configs: States, cache: dict[t
         words |= sm.words
         for tid, pos, s in zip(sm.cand_ids.tolist(), sm.cand_pos.tolist(), sm.cand_state.tolist()):
             slow.append((tid, stack, pos, s))
-    for tid, stack, pos, s in slow:
-        if (int(words[tid >> 5]) >> (tid & 31)) & 1:
-            continue
-        data = vocab.token_bytes[tid] or b""
-        if advance(dfa, frozenset(((stack, s),)), data[pos:]):
-            words[tid >> 5] |= np.array(1 << (tid & 31), dtype=np.int64).astype(np.int32)
+    ok = _candidates_allowed(dfa, vocab, slow, words)
+    if ok:
+        ids = np.array(ok, dtype=np.int64)
+        np.bitwise_or.at(words, ids >> 5, (np.int64(1) << (ids & 31)).astype(np.int32))
     if is_complete(dfa, configs):
         words |= vocab.eos_words
     return words
+
+
+def _candidates_allowed(dfa: LazyDfa, vocab: Vocabulary, slow: list[tuple[int, tuple[int, ...], int, int]],
+                        words: np.ndarray) -> list[int]:
+    """Ids of the candidate tokens (token id, stack, byte position, DFA state) whose remaining
+    bytes the pushdown automaton accepts; a step (configurations, byte) is taken once for all
+    the tokens that share it."""
+    ok: set[int] = set()
+    memo: dict[tuple[States, int], States] = {}
+    for tid, stack, pos, s in slow:
+        if tid in ok or (int(words[tid >> 5]) >> (tid & 31)) & 1:
+            continue
+        cur: States = frozenset(((stack, s),))
+        for b in (vocab.token_bytes[tid] or b"")[pos:]:
+            key = (cur, b)
+            nxt = memo.get(key)
+            if nxt is None:
+                nxt = memo[key] = advance(dfa, cur, bytes((b,)))
+            if not nxt:
+                break
+            cur = nxt
+        else:
+            ok.add(tid)
+    return sorted(ok)
 
 
 def _cached_state_mask(dfa: LazyDfa, vocab: Vocabulary, d: int, nonempty: bool,
