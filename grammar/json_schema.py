@@ -155,13 +155,17 @@ class SchemaCompiler:
         rest = {k: v for k, v in schema.items() if k != key}
         if key == "oneOf" and not one_of_disjoint(self.root, branches, rest, f"{where}/oneOf"):
             raise GrammarError(f"{where}/oneOf: branches may overlap (only provably exclusive oneOf is supported)")
+        # Properties are emitted in document order: the branch's first when the combinator
+        # comes before the sibling properties (also after an allOf merge, which keeps part order).
+        keys = list(schema)
+        branch_first = "properties" in schema and keys.index(key) < keys.index("properties")
         nodes = []
         for i, branch in enumerate(branches):
             sub = f"{where}/{key}/{i}"
             if len(rest.keys() - ANNOTATIONS) == 0:
                 nodes.append(self.node(branch, sub))
             else:
-                nodes.append(self.node({"allOf": [rest, branch]}, sub))
+                nodes.append(self.node({"allOf": [branch, rest] if branch_first else [rest, branch]}, sub))
         return alt(*nodes)
 
     def enum(self, schema: dict[str, Any], where: str) -> Node:

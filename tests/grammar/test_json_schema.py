@@ -90,6 +90,14 @@ CASES = [
     ({"allOf": [{"not": {"type": "null"}}, {"not": {"type": "string"}}], "type": ["null", "string", "boolean"]},
      ["true"], ["null", '"a"']),
     ({"minLength": 2, "not": {"type": ["string", "object", "array", "null", "number"]}}, ["true"], ['"ab"', "1"]),
+    ({"enum": [2.0, "x"]}, ["2", "2.0"], ["2.5", "3"]),
+    ({"allOf": [{"oneOf": [{"properties": {"s": {"const": "a"}, "n": {"type": "integer"}}, "required": ["s"]},
+                           {"properties": {"s": {"const": "b"}}, "required": ["s"]}]},
+                {"properties": {"id": {"type": "integer"}}}], "type": "object"},
+     ['{"s":"a","n":1,"id":2}', '{"s":"b","id":2}'], ['{"id":2,"s":"a"}']),
+    ({"type": "object", "properties": {"id": {"type": "integer"}},
+      "oneOf": [{"properties": {"s": {"const": "a"}}, "required": ["s"]}, {"properties": {"s": {"const": "b"}}, "required": ["s"]}]},
+     ['{"id":2,"s":"a"}', '{"s":"b"}'], ['{"s":"a","id":2}']),
 ]
 
 
