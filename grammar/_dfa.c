@@ -125,8 +125,18 @@ fail:
 }
 
 static int ensure_bound(Builder *b, PyObject *dfa) {
+    if (b->bound && b->dfa != dfa) { PyErr_SetString(PyExc_ValueError, "Builder used with another LazyDfa"); return -1; }
     b->dfa = dfa;
     return b->bound ? 0 : bind_tables(b, dfa);
+}
+
+/* A fresh generation stamp; the stamps are cleared when the counter wraps. */
+static uint32_t next_gen(uint32_t *gen, uint32_t *marks, Py_ssize_t n) {
+    if (++*gen == 0) {
+        memset(marks, 0, (n ? n : 1) * sizeof(uint32_t));
+        *gen = 1;
+    }
+    return *gen;
 }
 
 /* ---- NFA access ---- */
@@ -147,7 +157,7 @@ static inline long as_long(PyObject *o) { return PyLong_AsLong(o); }
 /* Closure of NFA state s (kept states only), sorted; returns its offset in cl_pool, len in *n. */
 static int closure(Builder *b, int32_t s, int32_t *off, int32_t *n) {
     if (b->cl_len[s]) { *off = b->cl_off[s]; *n = b->cl_len[s] - 1; return 0; }
-    uint32_t ga = ++b->gen_a, gb = ++b->gen_b;
+    uint32_t ga = next_gen(&b->gen_a, b->mark_a, b->num_nfa), gb = next_gen(&b->gen_b, b->mark_b, b->num_nfa);
     b->todo.len = 0;
     b->scratch.len = 0;
     b->mark_a[s] = ga;
@@ -297,7 +307,7 @@ static int32_t target_of(Builder *b, const int32_t *ts, Py_ssize_t n) {
         if (d >= 0) b->single[ts[0]] = d + 1;
         return d;
     }
-    uint32_t g = ++b->gen_b;
+    uint32_t g = next_gen(&b->gen_b, b->mark_b, b->num_nfa);
     b->scratch.len = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         closure_of(b, ts[i], &off, &len);
@@ -545,6 +555,7 @@ typedef struct {
 /* ---- Python methods ---- */
 
 static PyObject *py_bind(Builder *b, PyObject *dfa) {
+    if (b->bound && b->dfa != dfa) { PyErr_SetString(PyExc_ValueError, "Builder used with another LazyDfa"); return NULL; }
     b->dfa = dfa;
     if (bind_tables(b, dfa) < 0) return NULL;
     Py_RETURN_NONE;

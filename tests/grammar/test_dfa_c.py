@@ -146,6 +146,8 @@ def test_builder_rejects_bad_input():
         c._core.row(c, 10_000)
     with pytest.raises(IndexError):
         c._core.intern_closure(c, [10_000])
+    with pytest.raises(ValueError):
+        c._core.row(py, 0)  # a builder writes only into its own LazyDfa's tables
 
 
 def _masks(g: CompiledGrammar, token_ids: list[int]) -> list[np.ndarray]:
