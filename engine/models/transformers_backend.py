@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from engine.models import hf_substitution
 from engine.models.hf_fusion import fuse_sibling_linears
 from engine.models.hf_norms import substitute_norms
 from kernels import AttentionMetadata, paged_attention, write_kv_cache
@@ -204,21 +205,45 @@ def load_transformers_model(folder: Path, device: torch.device, dtype: torch.dty
     num_layers = hf_config.get_text_config().num_hidden_layers
     kv_shape = probe_kv_shape(hf_model, num_layers)
     if fuse:
-        speed_up(hf_model)
+        speed_up(hf_model, kv_shape)
     return TransformersModel(hf_model, kv_shape)
 
 
-def speed_up(hf_model: nn.Module) -> tuple[int, int]:
-    """Fuses sibling projections and substitutes norms, each only where proven equal; returns both counts."""
-    device = next(hf_model.parameters()).device
+def speed_up(hf_model: nn.Module, kv_shape: tuple[int, int, int]) -> tuple[int, int, int]:
+    """Fuses projections, substitutes norms, then MLP/attention/decoder-layer modules, each only where proven equal.
+
+    Returns (projection groups fused, norms substituted, modules substituted). The module
+    substitutions are also checked together: a mixed paged step through the whole model
+    must give the same hidden states and cache writes after them as before, else all are undone.
+    """
+    base = hf_model.base_model
+    device, dtype = next(hf_model.parameters()).device, next(hf_model.parameters()).dtype
     gen = torch.Generator(device=device).manual_seed(0)
-    input_ids = torch.randint(0, hf_model.config.get_text_config().vocab_size, (1, 7), generator=gen, device=device)
+    num_tokens = sum(hf_substitution.CHECK_QUERY_LENS)
+    input_ids = torch.randint(0, hf_model.config.get_text_config().vocab_size, (1, num_tokens), generator=gen, device=device)
 
     def dry_run() -> torch.Tensor:
-        return hf_model.base_model(input_ids=input_ids, position_ids=torch.arange(7, device=device).unsqueeze(0),
-                                   use_cache=False, engine_context=ProbeContext()).last_hidden_state  # fmt: skip
+        return base(input_ids=input_ids, position_ids=torch.arange(num_tokens, device=device).unsqueeze(0),
+                    use_cache=False, engine_context=ProbeContext()).last_hidden_state  # fmt: skip
 
-    num_groups = fuse_sibling_linears(hf_model.base_model, dry_run)
-    num_norms = substitute_norms(hf_model.base_model)
-    log.info("transformers backend: %d projection groups fused, %d norms substituted", num_groups, num_norms)
-    return num_groups, num_norms
+    num_groups = fuse_sibling_linears(base, dry_run)
+    num_norms = substitute_norms(base)
+    checker = hf_substitution.LayerChecker(PagedContext, kv_shape, dtype, device)
+    positions, meta, num_slots = hf_substitution.check_step(device)
+
+    def paged_step() -> list[torch.Tensor]:
+        caches = hf_substitution.scratch_caches(kv_shape, num_slots, dtype, device, seed=2)
+        with torch.inference_mode():
+            hidden = base(input_ids=input_ids, position_ids=positions.unsqueeze(0), use_cache=False,
+                          engine_context=PagedContext(caches, meta)).last_hidden_state  # fmt: skip
+        return [hidden, *(t for pair in caches for t in pair)]
+
+    want = paged_step()
+    replaced = hf_substitution.substitute_layers(base, dry_run, checker)
+    if replaced and not all(torch.equal(a, b) for a, b in zip(want, paged_step())):
+        log.warning("transformers backend: module substitutions changed a whole-model step; undone")
+        hf_substitution.restore(replaced)
+        replaced = []
+    log.info("transformers backend: %d projection groups fused, %d norms and %d modules substituted",
+             num_groups, num_norms, len(replaced))  # fmt: skip
+    return num_groups, num_norms, len(replaced)

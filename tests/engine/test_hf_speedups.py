@@ -1,18 +1,22 @@
-"""Load-time speed-ups of the transformers backend: sibling projections fused, RMSNorms substituted.
+"""Load-time speed-ups of the transformers backend: projections fused, norms, MLPs, attentions and layers substituted.
 
-Both change nothing a model computes: greedy ids still equal transformers' own `generate`,
-and a group or norm whose check fails is left exactly as it was.
+None changes what a model computes: greedy ids still equal transformers' own `generate`,
+a paged step gives bit-equal hidden states and cache writes with and without the module
+substitutions, and a group, norm or module whose check fails is left exactly as it was.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 import torch
 from torch import nn
 
 from engine import LLM, SamplingParams
-from engine.models import hf_fusion
+from engine.models import hf_fusion, hf_substitution
 from engine.models.hf_fusion import FusedLinear, LinearSlice, fuse_sibling_linears
+from engine.models.hf_layers import GatedMLP, PagedSelfAttention, PreNormDecoderLayer
 from engine.models.hf_norms import OffsetRMSNorm, ScaledRMSNorm, equivalent_norm, substitute_norms
 from tests.engine.test_generate import prompts_of_lengths
 from tests.engine.test_transformers_backend import hf_generate
@@ -22,12 +26,21 @@ def modules_of(llm: LLM, kind: type) -> list[nn.Module]:
     return [m for m in llm.core.runner.model.modules() if isinstance(m, kind)]
 
 
-@pytest.mark.parametrize(("arch", "norm"), [("llama", ScaledRMSNorm), ("qwen3", ScaledRMSNorm), ("gemma3", OffsetRMSNorm)])
-def test_greedy_ids_equal_transformers_with_the_speedups_on(tiny_model_factory, arch, norm):
+# (arch, its norm formula, substituted modules of each kind in the two layers, LinearSlices left)
+SPEEDUPS = [
+    ("llama", ScaledRMSNorm, {GatedMLP: 2, PagedSelfAttention: 2, PreNormDecoderLayer: 2}, 0),
+    ("qwen3", ScaledRMSNorm, {GatedMLP: 2, PagedSelfAttention: 0, PreNormDecoderLayer: 0}, 3 * 2),  # q/k norms
+    ("gemma3", OffsetRMSNorm, {GatedMLP: 2, PagedSelfAttention: 0, PreNormDecoderLayer: 0}, 3 * 2),
+]
+
+
+@pytest.mark.parametrize(("arch", "norm", "substituted", "num_slices"), SPEEDUPS)
+def test_greedy_ids_equal_transformers_with_the_speedups_on(tiny_model_factory, arch, norm, substituted, num_slices):
     folder = tiny_model_factory(arch)
     llm = LLM(folder, model_impl="transformers", max_model_len=96, num_kv_blocks=32, block_size=8)
+    assert {kind: len(modules_of(llm, kind)) for kind in substituted} == substituted
     slices = modules_of(llm, LinearSlice)
-    assert len(slices) == 5 * 2  # q, k, v, gate, up in each of the two layers
+    assert len(slices) == num_slices
     assert modules_of(llm, norm)
     prompts = prompts_of_lengths([20, 23])
     params = SamplingParams(max_tokens=16, temperature=0.0, ignore_eos=True)
@@ -159,3 +172,123 @@ def test_gemma_offset_norm_is_matched_exactly(tiny_model_factory):
     x = torch.randn(1, 9, norm.weight.shape[0])
     with torch.inference_mode():
         assert torch.equal(fused(x), norm(x))
+
+
+def load_tiny(folder: str, monkeypatch=None, substitute: bool = True):
+    """The transformers backend's model for `folder`; `substitute=False` keeps fusion and norms but no module swaps."""
+    from engine.models.transformers_backend import load_transformers_model
+
+    if not substitute:
+        monkeypatch.setattr(hf_substitution, "substitute_layers", lambda *args: [])
+    model = load_transformers_model(Path(folder), torch.device("cpu"), torch.float32)
+    monkeypatch.undo() if monkeypatch is not None else None
+    return model
+
+
+def mixed_step(model, seed: int = 0):
+    """A step unlike the load-time check's: two prefill chunks (one after cached tokens) and two decodes."""
+    from kernels.attention import build_attention_metadata
+
+    query_lens, seq_lens, block_size = [9, 1, 6, 1], [9, 17, 11, 4], 4
+    block_tables = torch.arange(4 * 5).view(4, 5)
+    positions = torch.cat([torch.arange(s - q, s) for q, s in zip(query_lens, seq_lens)])
+    rows = torch.repeat_interleave(torch.arange(4), torch.tensor(query_lens))
+    slots = block_tables[rows, positions // block_size] * block_size + positions % block_size
+    meta = build_attention_metadata(query_lens, seq_lens, block_tables, slots, block_size)
+    gen = torch.Generator().manual_seed(seed)
+    num_layers, num_kv_heads, head_dim = model.kv_shape
+    caches = [(torch.randn(80, num_kv_heads, head_dim, generator=gen), torch.randn(80, num_kv_heads, head_dim, generator=gen))
+              for _ in range(num_layers)]  # fmt: skip
+    input_ids = torch.randint(0, model.vocab_size, (len(positions),), generator=gen)
+    with torch.inference_mode():
+        hidden = model(input_ids, positions, caches, meta)
+    return hidden, caches
+
+
+def substitutes(model) -> list[nn.Module]:
+    return [m for m in model.modules() if isinstance(m, (GatedMLP, PagedSelfAttention, PreNormDecoderLayer))]
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen2", "mistral"])
+def test_module_substitutions_give_bit_equal_hidden_states_and_cache_writes(tiny_model_factory, monkeypatch, arch):
+    folder = tiny_model_factory(arch)
+    plain = load_tiny(folder, monkeypatch, substitute=False)
+    fast = load_tiny(folder)
+    assert not substitutes(plain)
+    if arch == "llama":
+        assert len(substitutes(fast)) == 3 * 2
+    want, want_caches = mixed_step(plain)
+    got, got_caches = mixed_step(fast)
+    assert torch.equal(want, got)
+    assert all(torch.equal(a, b) for pa, pb in zip(want_caches, got_caches) for a, b in zip(pa, pb))
+
+
+def test_substituted_modules_hand_other_calls_to_the_originals(tiny_llama_dir):
+    from engine.models.transformers_backend import probe_kv_shape
+
+    model = load_tiny(tiny_llama_dir)
+    assert substitutes(model)
+    # the load-time probe (a ProbeContext, SDPA without a cache) still runs through every layer
+    assert probe_kv_shape(model.hf_model, 2) == model.kv_shape
+
+
+def scaled_forward(module: nn.Module, factor: float):
+    """Makes one module instance compute something else than its class (what a lookalike would)."""
+    forward = module.forward
+
+    def changed(*args, **kwargs):
+        out = forward(*args, **kwargs)
+        return (out[0] * factor, *out[1:]) if isinstance(out, tuple) else out * factor
+
+    module.forward = changed
+
+
+@pytest.mark.parametrize("target", ["mlp", "self_attn", "layer"])
+def test_a_lookalike_module_the_checks_reject_is_left_alone(tiny_llama_dir, monkeypatch, target):
+    from engine.models import transformers_backend as backend
+
+    load = backend._model_class
+
+    def model_class(config):  # layer 0's `target` computes 1.001 times its class's output
+        cls = load(config)
+
+        class Lookalike(cls):
+            def __init__(self, *args, **kwargs):
+                super().__init__(*args, **kwargs)
+                layer = self.model.layers[0]
+                scaled_forward(layer if target == "layer" else getattr(layer, target), 1.001)
+
+        return Lookalike
+
+    monkeypatch.setattr(backend, "_model_class", model_class)
+    model = load_tiny(tiny_llama_dir)
+    layers = model.decoder.layers
+    assert type(layers[1]) is PreNormDecoderLayer  # the other layer is still substituted
+    inner = layers[0] if target == "layer" else getattr(layers[0], target)
+    assert type(inner) not in (GatedMLP, PagedSelfAttention, PreNormDecoderLayer)
+    # a layer stand-in calls its MLP's own forward, so only a rejected attention or layer keeps the layer
+    assert (type(layers[0]) is PreNormDecoderLayer) == (target == "mlp")
+    want, _ = mixed_step(model)
+    monkeypatch.undo()
+    assert not torch.equal(want, mixed_step(load_tiny(tiny_llama_dir))[0])  # the lookalike's output did change
+
+
+def test_a_whole_model_mismatch_undoes_every_substitution(tiny_llama_dir, monkeypatch):
+    real = hf_substitution.substitute_layers
+
+    def substitute_then_break(model, run, checker):
+        replaced = real(model, run, checker)
+        next(m for m in model.modules() if isinstance(m, PagedSelfAttention)).scale *= 1.001  # unseen by the per-module checks
+        return replaced
+
+    monkeypatch.setattr(hf_substitution, "substitute_layers", substitute_then_break)
+    model = load_tiny(tiny_llama_dir)
+    assert not substitutes(model)
+    assert len([m for m in model.modules() if isinstance(m, LinearSlice)]) == 5 * 2  # fusion itself stays
+
+
+def test_a_failed_module_check_leaves_the_module_alone(tiny_llama_dir, monkeypatch):
+    monkeypatch.setattr(hf_substitution.LayerChecker, "same", lambda *args: False)
+    monkeypatch.setattr(hf_substitution, "mlp_matches", lambda *args: False)
+    model = load_tiny(tiny_llama_dir)
+    assert not substitutes(model)
