@@ -141,10 +141,18 @@ static uint32_t next_gen(uint32_t *gen, uint32_t *marks, Py_ssize_t n) {
 
 /* ---- NFA access ---- */
 
-static inline PyObject *nfa_edges(Builder *b, int32_t s) { return PyList_GET_ITEM(b->edges, s); }
+/* The per-state list of one of the NFA's lists (NULL with TypeError when it is not a list). */
+static inline PyObject *nfa_list(PyObject *lists, int32_t s) {
+    PyObject *x = PyList_GET_ITEM(lists, s);
+    if (!PyList_Check(x)) { PyErr_SetString(PyExc_TypeError, "NFA per-state entries must be lists"); return NULL; }
+    return x;
+}
 
+/* 1 when s has byte edges, calls or ends a rule; -1 on error. */
 static inline int keeps(Builder *b, int32_t s) {
-    return PyList_GET_SIZE(nfa_edges(b, s)) || PyList_GET_SIZE(PyList_GET_ITEM(b->calls, s)) || b->nfa_final[s];
+    PyObject *e = nfa_list(b->edges, s), *c = nfa_list(b->calls, s);
+    if (!e || !c) return -1;
+    return PyList_GET_SIZE(e) || PyList_GET_SIZE(c) || b->nfa_final[s];
 }
 
 static int check_state(Builder *b, long s) {
@@ -170,8 +178,11 @@ static int closure(Builder *b, int32_t s, int32_t *off, int32_t *n) {
                 if (b->mark_b[c[i]] != gb) { b->mark_b[c[i]] = gb; if (vec_push(&b->scratch, c[i]) < 0) return -1; }
             continue;
         }
-        if (keeps(b, x) && b->mark_b[x] != gb) { b->mark_b[x] = gb; if (vec_push(&b->scratch, x) < 0) return -1; }
-        PyObject *eps = PyList_GET_ITEM(b->eps, x);
+        int keep = keeps(b, x);
+        if (keep < 0) return -1;
+        if (keep && b->mark_b[x] != gb) { b->mark_b[x] = gb; if (vec_push(&b->scratch, x) < 0) return -1; }
+        PyObject *eps = nfa_list(b->eps, x);
+        if (!eps) return -1;
         for (Py_ssize_t i = 0; i < PyList_GET_SIZE(eps); i++) {
             long t = as_long(PyList_GET_ITEM(eps, i));
             if (t == -1 && PyErr_Occurred()) return -1;
@@ -340,7 +351,8 @@ static int cmp_edge(const void *a, const void *b) {
 static int gather_edges(Builder *b, int32_t d, Edge **out, Py_ssize_t *num) {
     b->edge_buf.len = 0;
     for (int32_t k = 0; k < b->set_len[d]; k++) {
-        PyObject *lst = nfa_edges(b, b->set_pool.data[b->set_off[d] + k]);
+        PyObject *lst = nfa_list(b->edges, b->set_pool.data[b->set_off[d] + k]);
+        if (!lst) return -1;
         Py_ssize_t m = PyList_GET_SIZE(lst);
         if (vec_reserve(&b->edge_buf, 3 * m) < 0) return -1;
         for (Py_ssize_t i = 0; i < m; i++) {
@@ -625,7 +637,8 @@ static PyObject *py_call_groups(Builder *b, PyObject *args) {
     PyObject *out = PyList_New(0), *index = PyDict_New();
     if (!out || !index) goto fail;
     for (int32_t k = 0; k < b->set_len[d]; k++) {
-        PyObject *cl = PyList_GET_ITEM(b->calls, b->set_pool.data[b->set_off[d] + k]);
+        PyObject *cl = nfa_list(b->calls, b->set_pool.data[b->set_off[d] + k]);
+        if (!cl) goto fail;
         for (Py_ssize_t i = 0; i < PyList_GET_SIZE(cl); i++) {
             PyObject *c = PyList_GET_ITEM(cl, i);
             if (!PyTuple_Check(c) || PyTuple_GET_SIZE(c) != 2) { PyErr_SetString(PyExc_TypeError, "call must be (rule, ret)"); goto fail; }
@@ -719,11 +732,8 @@ static int builder_init(Builder *b, PyObject *args, PyObject *kw) {
     if (b->edges) { PyErr_SetString(PyExc_RuntimeError, "Builder already initialized"); return -1; }
     Py_ssize_t n = PyList_GET_SIZE(edges);
     if (PyList_GET_SIZE(eps) != n || PyList_GET_SIZE(calls) != n) { PyErr_SetString(PyExc_ValueError, "NFA lists differ in length"); return -1; }
-    for (Py_ssize_t i = 0; i < n; i++)
-        if (!PyList_Check(PyList_GET_ITEM(edges, i)) || !PyList_Check(PyList_GET_ITEM(eps, i)) || !PyList_Check(PyList_GET_ITEM(calls, i))) {
-            PyErr_SetString(PyExc_TypeError, "NFA per-state entries must be lists");
-            return -1;
-        }
+    /* per-state entries are checked to be lists when first read (touching them all here would
+     * cost a cache miss each: milliseconds for a large NFA) */
     b->num_nfa = n;
     Py_ssize_t m = n ? n : 1;
     b->nfa_final = calloc(m, 1);
