@@ -4,6 +4,7 @@ state by state (rows, flags, calls, dominant targets, slices, absorb lengths), a
 from __future__ import annotations
 
 import json
+import random
 
 import numpy as np
 import pytest
@@ -197,3 +198,39 @@ def test_byte_vocab_masks_equal_the_python_rows(text):
     assert len(got) == len(want) == len(data) + 1
     for a, b in zip(got, want):
         assert (a == b).all()
+
+
+@needs_dfa_c
+@pytest.mark.skipif(not grammar.masks.uses_c_walk(), reason="grammar._walk not built")
+def test_the_walk_builds_rows_in_c_without_calling_python(monkeypatch):
+    """Inside the trie walk and the byte run, missing rows come from the builder's capsule: the
+    Python row methods are only called by the mask code around the walk (once per walk)."""
+    rng = random.Random(0)
+    alphabet = [b'"', b"{", b"}", b":", b",", b"a", b"b", b"k", b"1", b"2", b"-", b" "]
+    tokens = list(alphabet) + [b'{"', b'{"ka', b'{"kab":12', b'{"ka":"ab', b'":"', b'":1', b'12,"']
+    tokens += [b"".join(rng.choice(alphabet) for _ in range(rng.randint(2, 6))) for _ in range(600)]
+    vocab = grammar.Vocabulary(tokens + [None], [len(tokens)], len(tokens) + 3)
+    schema = {"type": "object", "properties": {"kab": {"type": "integer"}, "ka": {"type": "string"}}, "required": ["ka"]}
+    g = CompiledGrammar(compile_schema_to_grammar(schema, "compact"), vocab)
+    calls = {"prepare": 0}
+    real_prepare = LazyDfa.prepare
+
+    def counting_prepare(self, d):
+        calls["prepare"] += 1
+        real_prepare(self, d)
+
+    def no_python_rows(self, d):
+        raise AssertionError("a row was built through Python")
+
+    monkeypatch.setattr(LazyDfa, "prepare", counting_prepare)
+    monkeypatch.setattr(LazyDfa, "compute_row", no_python_rows)
+    m = g.matcher()
+    before = g.dfa.num_states
+    g.mask(m.state)
+    assert g.dfa.num_states > before + 8  # rows of the states `{"ka":"ab` passes, built by the walk
+    assert calls["prepare"] <= 2
+    before = g.dfa.num_states
+    data = b'{"kab":-2,"ka":"b'
+    state, pos = grammar.masks._walk.run(g.dfa, g.dfa.rule_start[0], data, 0, False)  # the byte run: rows in C too
+    assert state >= 0 and pos == len(data)
+    assert g.dfa.num_states > before
