@@ -133,7 +133,10 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=5, help="forwards per timed round")
     ap.add_argument("--plain", action="store_true", help="also time the transformers backend without its speed-ups")
     ap.add_argument("--profile", action="store_true", help="count ops and Python calls instead of timing")
+    ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     args = ap.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
 
     files = resolve_model(args.model, default_cache_dir())
     folder, tmp = files.folder, None

@@ -42,6 +42,11 @@ def _plain_linear(module: nn.Module) -> bool:
     return type(module) is nn.Linear and not (module._forward_hooks or module._forward_pre_hooks)
 
 
+def _no_own_state(module: nn.Module) -> bool:
+    """No parameters or buffers of its own (a layer scale, attention sinks) that a stand-in would ignore."""
+    return not module._parameters and not module._buffers
+
+
 def _activation(act: nn.Module) -> Callable[[torch.Tensor], torch.Tensor]:
     """The activation as a plain function: F.silu for a SiLU module, else the module's own forward."""
     if isinstance(act, nn.SiLU) or type(act).__name__ == "SiLUActivation":
@@ -64,7 +69,7 @@ class GatedMLP(nn.Module):
     @staticmethod
     def candidate(module: nn.Module) -> bool:
         names = set(module._modules)
-        return (names == {"gate_proj", "up_proj", "down_proj", "act_fn"}
+        return (names == {"gate_proj", "up_proj", "down_proj", "act_fn"} and _no_own_state(module)
                 and _fused_of(module.gate_proj, module.up_proj) is not None
                 and _plain_linear(module.down_proj))  # fmt: skip
 
@@ -96,7 +101,7 @@ class PagedSelfAttention(nn.Module):
     @staticmethod
     def candidate(module: nn.Module) -> bool:
         config = getattr(module, "config", None)
-        return (set(module._modules) == {"q_proj", "k_proj", "v_proj", "o_proj"}
+        return (set(module._modules) == {"q_proj", "k_proj", "v_proj", "o_proj"} and _no_own_state(module)
                 and _fused_of(module.q_proj, module.k_proj, module.v_proj) is not None
                 and _plain_linear(module.o_proj)
                 and isinstance(getattr(module, "head_dim", None), int)
@@ -148,6 +153,7 @@ class PreNormDecoderLayer(nn.Module):
     @staticmethod
     def candidate(module: nn.Module) -> bool:
         return (set(module._modules) == {"input_layernorm", "self_attn", "post_attention_layernorm", "mlp"}
+                and _no_own_state(module)
                 and type(module.self_attn) is PagedSelfAttention
                 and not any(m._forward_hooks or m._forward_pre_hooks for m in module.children()))  # fmt: skip
 
