@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from grammar.ir import Alt, Bytes, Grammar, GrammarError, Graph, Node, Ref, Repeat, Seq, node_size
+from grammar.time_limit import check_time_limit
 
 HOIST_MIN_SIZE = 150     # a repeated item at least this big becomes its own called rule...
 HOIST_MIN_COPIES = 4     # ...when it is copied at least this many times
@@ -27,9 +28,12 @@ class Nfa:
         self.byte_edges.append([])
         self.eps.append([])
         self.calls.append([])
-        if len(self.eps) > MAX_NFA_STATES:
-            raise GrammarError(f"grammar too large (over {MAX_NFA_STATES} automaton states)")
-        return len(self.eps) - 1
+        n = len(self.eps)
+        if n & 1023 == 0:
+            if n > MAX_NFA_STATES:
+                raise GrammarError(f"grammar too large (over {MAX_NFA_STATES} automaton states)")
+            check_time_limit()
+        return n - 1
 
 
 def _ref_graph(grammar: Grammar) -> dict[str, set[str]]:

@@ -46,3 +46,10 @@ def test_limits_are_per_thread_and_nest():
         with pytest.raises(grammar.GrammarError):
             grammar.compile_json_schema({"type": "array", "items": {"type": "number"}}, VOCAB)
     assert errors == []
+
+
+def test_the_automaton_build_checks_the_limit_too():
+    with pytest.raises(grammar.GrammarError, match="exceeded the limit"):
+        with grammar.time_limit(0.0):
+            grammar.compile_regex("[a-z]{3000}x", VOCAB)
+    assert grammar.compile_regex("[a-z]{3000}y", VOCAB).matcher().accept(ord("q"))
