@@ -3,15 +3,15 @@
 Loads the model twice (native, transformers with its load-time speed-ups; `--plain` adds
 the transformers backend without them) and times `model.forward` alone (no scheduler, no
 sampler, no logits) on decode batches of several row counts and one prefill chunk. The
-implementations are timed interleaved, round after round, and the median per-step time of
-each is reported, so load on the machine changes both sides alike. `--shrink` runs a copy
-of the model's architecture with tiny widths and random weights: compute all but vanishes
-and what is left is Python and dispatch overhead. `--profile` also counts torch ops and
-Python calls of one step per implementation.
+implementations are timed interleaved, round after round, so load on the machine changes
+both alike; each gets its median per-step time and its time ratio to native (below 1:
+faster than native). `--shrink` runs a copy of the model's architecture with tiny widths
+and random weights: compute all but vanishes and what is left is Python and dispatch
+overhead. `--profile` counts torch ops and Python calls of one step instead of timing.
 
     .venv/bin/python benchmarks/hf_step_profile.py                    # default model
-    .venv/bin/python benchmarks/hf_step_profile.py --shrink --rounds 15
-    .venv/bin/python benchmarks/hf_step_profile.py --shrink --decode 8 --prefill --profile
+    .venv/bin/python benchmarks/hf_step_profile.py --shrink --plain --rounds 15
+    .venv/bin/python benchmarks/hf_step_profile.py --shrink --decode 8 --prefill 0 --profile
 """
 
 from __future__ import annotations
@@ -156,7 +156,8 @@ def main() -> None:
             continue
         steps = max(1, args.steps // 4) if len(query_lens) == 1 and query_lens[0] > 1 and not args.shrink else args.steps
         ms = time_shape(models, query_lens, context, args.rounds, steps, config["vocab_size"])
-        others = "  ".join(f"{name} {t:7.2f} ms (x{t / ms['native']:.3f})" for name, t in ms.items() if name != "native")
+        # time ratio: below 1, the transformers backend's forward is the faster (speed ratio = 1 / this)
+        others = "  ".join(f"{name} {t:7.2f} ms (time x{t / ms['native']:.3f})" for name, t in ms.items() if name != "native")
         print(f"{label:>14}: native {ms['native']:7.2f} ms  {others}", flush=True)
 
 
