@@ -83,7 +83,8 @@ class PagedSelfAttention(nn.Module):
     """q/k/v from one fused matmul, rotary, our KV cache write and paged attention, o_proj: in [tokens, heads, dim].
 
     Stands in for a transformers attention module of the Llama shape (q/k/v/o projections,
-    rotate-half rotary from the layer's `position_embeddings`, no norms, no sliding window).
+    rotate-half rotary from the layer's `position_embeddings`, no sliding window), optionally
+    with Qwen3's per-head q/k norms before the rotary.
     """
 
     def __init__(self, original: nn.Module, context_type: type) -> None:
@@ -97,11 +98,19 @@ class PagedSelfAttention(nn.Module):
         self.scale = original.scaling
         self.layer_idx = original.layer_idx
         self.o_weight, self.o_bias = original.o_proj.weight, original.o_proj.bias
+        self.q_norm = getattr(original, "q_norm", None)
+        self.k_norm = getattr(original, "k_norm", None)
+        self._q_norm = None if self.q_norm is None else self.q_norm.forward
+        self._k_norm = None if self.k_norm is None else self.k_norm.forward
 
     @staticmethod
     def candidate(module: nn.Module) -> bool:
         config = getattr(module, "config", None)
-        return (set(module._modules) == {"q_proj", "k_proj", "v_proj", "o_proj"} and _no_own_state(module)
+        names = set(module._modules)
+        norms = [module._modules[n] for n in ("q_norm", "k_norm") if n in names]
+        return (names - {"q_norm", "k_norm"} == {"q_proj", "k_proj", "v_proj", "o_proj"} and len(norms) in (0, 2)
+                and not any(m._forward_hooks or m._forward_pre_hooks for m in norms)
+                and _no_own_state(module)
                 and _fused_of(module.q_proj, module.k_proj, module.v_proj) is not None
                 and _plain_linear(module.o_proj)
                 and isinstance(getattr(module, "head_dim", None), int)
@@ -123,6 +132,8 @@ class PagedSelfAttention(nn.Module):
         q = qkv.narrow(-1, 0, self.q_size).view(num_tokens, -1, head_dim)  # [num_tokens, num_heads, head_dim]
         k = qkv.narrow(-1, self.q_size, self.kv_size).view(num_tokens, -1, head_dim)
         v = qkv.narrow(-1, self.q_size + self.kv_size, self.kv_size).view(num_tokens, -1, head_dim)
+        if self._q_norm is not None:
+            q, k = self._q_norm(q), self._k_norm(k)
         cos, sin = position_embeddings
         cos, sin = cos[0].unsqueeze(1), sin[0].unsqueeze(1)  # [num_tokens, 1, head_dim]
         q, k = q * cos + _rotate_half(q) * sin, k * cos + _rotate_half(k) * sin
