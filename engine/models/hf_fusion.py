@@ -108,7 +108,7 @@ def find_sibling_groups(model: nn.Module, run: Callable[[], object]) -> list[lis
 
         return hook
 
-    _run_hooked([m.register_forward_pre_hook(recorder(name)) for name, m in linears.items()], run)
+    run_hooked([m.register_forward_pre_hook(recorder(name)) for name, m in linears.items()], run)
     shared = _shared_parameter_names(model)
     groups = []
     for members in calls.values():
@@ -209,13 +209,13 @@ def fuse_sibling_linears(model: nn.Module, run: Callable[[], object]) -> int:
 
         return hook
 
-    _run_hooked([s.parent._modules[s.name].register_forward_hook(shadow(group, s.linear)) for group in fused for s in group],
+    run_hooked([s.parent._modules[s.name].register_forward_hook(shadow(group, s.linear)) for group in fused for s in group],
                 run)
     unfuse(mismatched)
     return len(fused) - len(mismatched)
 
 
-def _run_hooked(handles: list, run) -> None:
+def run_hooked(handles: list, run) -> None:
     """One dry forward (`run`) with the given hooks installed, removed afterwards whatever happens."""
     try:
         with torch.inference_mode():

@@ -15,6 +15,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
+from engine.models.hf_fusion import run_hooked
 from engine.models.hf_layers import GatedMLP, PagedSelfAttention, PreNormDecoderLayer
 from kernels.attention import build_attention_metadata
 
@@ -121,13 +122,7 @@ def _capture_inputs(modules: list[nn.Module], run: Callable[[], object]) -> dict
     def hook(module, args, kwargs):
         seen.setdefault(id(module), (args, dict(kwargs)))
 
-    handles = [m.register_forward_pre_hook(hook, with_kwargs=True) for m in modules]
-    try:
-        with torch.inference_mode():
-            run()
-    finally:
-        for handle in handles:
-            handle.remove()
+    run_hooked([m.register_forward_pre_hook(hook, with_kwargs=True) for m in modules], run)
     return seen
 
 
