@@ -3,9 +3,13 @@
 For each prompt length and concurrency N: N clients each keep one request in flight
 (closed loop, `--requests-per-client` requests each) of PROMPT_LEN random prompt tokens
 (fresh per run, so the prefix cache never hits) and OUTPUT_LEN output tokens (ignore_eos),
-driven through the engine core step by step. Both backends are loaded once and run
-back to back at every point. Ratios are speed ratios (transformers / native for tok/s,
-native / transformers for latencies): 1.0 is parity, above 1 the transformers backend wins.
+driven through the engine core step by step. Both backends are loaded once and, at every
+point, run in lockstep: one engine step of each in turn, each timed on its own clock (its
+own steps and client work only), so load on the shared machine slows both alike
+(`--sequential`: one whole run after the other on the wall clock, alternating who goes
+first; a load change during one run then lands on one backend only). Ratios are speed
+ratios (transformers / native for tok/s, native / transformers for latencies): 1.0 is
+parity, above 1 the transformers backend wins.
 
     .venv/bin/python benchmarks/backend_parity.py --plot parity.png          # full sweep (idle machine!)
     .venv/bin/python benchmarks/backend_parity.py --concurrency 1 8 --prompt-lens 128 --output-len 16 --repeats 1 --profile
@@ -49,36 +53,84 @@ def make_prompts(num: int, prompt_len: int, vocab_size: int, seed: int) -> list[
     return torch.randint(100, vocab_size - 100, (num, prompt_len), generator=gen).tolist()
 
 
-def run_point(llm: LLM, prompts: list[list[int]], output_len: int, concurrency: int, ids) -> tuple[float, float, float]:
-    """Closed loop of `concurrency` clients over `prompts`; returns (output tok/s, mean TTFT s, mean ITL s)."""
-    core = llm.core
-    params = SamplingParams(max_tokens=output_len, temperature=0.0, ignore_eos=True)
-    queue = list(prompts)
-    submitted: dict[str, float] = {}
-    token_times: dict[str, list[float]] = {}
+class ClosedLoop:
+    """The clients of one run on one engine: `concurrency` of them each keep one request in
+    flight until the prompts run out; records submit and token times on whatever clock the
+    caller passes (wall time, or an engine's own busy time in lockstep runs)."""
 
-    def submit() -> None:
-        request_id = f"bench-{next(ids)}"
-        submitted[request_id], token_times[request_id] = time.perf_counter(), []
-        error = core.add_request(EngineRequest(request_id=request_id, prompt_token_ids=queue.pop(), params=params))
+    def __init__(self, llm: LLM, prompts: list[list[int]], output_len: int, ids) -> None:
+        self.core = llm.core
+        self.params = SamplingParams(max_tokens=output_len, temperature=0.0, ignore_eos=True)
+        self.queue = list(prompts)
+        self.ids = ids
+        self.submitted: dict[str, float] = {}
+        self.token_times: dict[str, list[float]] = {}
+
+    def submit(self, now: float) -> None:
+        request_id = f"bench-{next(self.ids)}"
+        self.submitted[request_id], self.token_times[request_id] = now, []
+        error = self.core.add_request(EngineRequest(request_id=request_id, prompt_token_ids=self.queue.pop(),
+                                                    params=self.params))  # fmt: skip
         if error is not None:
             raise RuntimeError(error.error)
 
-    start = time.perf_counter()
-    for _ in range(min(concurrency, len(queue))):
-        submit()
-    while core.has_work():
-        outputs = core.step()
-        now = time.perf_counter()
+    def start(self, concurrency: int, now: float) -> None:
+        for _ in range(min(concurrency, len(self.queue))):
+            self.submit(now)
+
+    def step(self, clock) -> None:
+        """One engine step; `clock()` is read after it for the tokens' time and new submissions."""
+        outputs = self.core.step()
+        now = clock()
         for out in outputs:
-            token_times[out.request_id].extend([now] * len(out.new_token_ids))
-            if out.finish_reason is not None and queue:
-                submit()
+            self.token_times[out.request_id].extend([now] * len(out.new_token_ids))
+            if out.finish_reason is not None and self.queue:
+                self.submit(now)
+
+    def result(self, elapsed: float) -> tuple[float, float, float]:
+        """(output tok/s, mean TTFT s, mean ITL s) over `elapsed` seconds."""
+        times = self.token_times
+        num_tokens = sum(len(t) for t in times.values())
+        ttft = statistics.mean(t[0] - self.submitted[r] for r, t in times.items())
+        spans = [(t[-1] - t[0]) / (len(t) - 1) for t in times.values() if len(t) > 1]
+        return num_tokens / elapsed, ttft, statistics.mean(spans) if spans else 0.0
+
+
+def run_point(llm: LLM, prompts: list[list[int]], output_len: int, concurrency: int, ids) -> tuple[float, float, float]:
+    """One engine alone on the wall clock; returns (output tok/s, mean TTFT s, mean ITL s)."""
+    loop = ClosedLoop(llm, prompts, output_len, ids)
+    start = time.perf_counter()
+    loop.start(concurrency, start)
+    while loop.core.has_work():
+        loop.step(time.perf_counter)
     elapsed = time.perf_counter() - start
-    num_tokens = sum(len(t) for t in token_times.values())
-    ttft = statistics.mean(t[0] - submitted[r] for r, t in token_times.items())
-    itl = statistics.mean((t[-1] - t[0]) / (len(t) - 1) for t in token_times.values() if len(t) > 1) if output_len > 1 else 0.0
-    return num_tokens / elapsed, ttft, itl
+    loop.submitted = {r: t - start for r, t in loop.submitted.items()}
+    loop.token_times = {r: [t - start for t in ts] for r, ts in loop.token_times.items()}
+    return loop.result(elapsed)
+
+
+def run_lockstep(llms: dict[str, LLM], prompts: list[list[int]], output_len: int, concurrency: int,
+                 ids) -> dict[str, tuple[float, float, float]]:
+    """Both engines at once, one step of each in turn, each timed on its own clock (the sum of
+    its own steps and client work): a change in machine load hits both within one step of each
+    other instead of one whole run, so the ratio survives a noisy machine. The model weights
+    (hundreds of MB) never fit in cache, so alternating costs neither engine its cache."""
+    loops = {b: ClosedLoop(llm, prompts, output_len, ids) for b, llm in llms.items()}
+    busy = dict.fromkeys(loops, 0.0)
+    for loop in loops.values():
+        loop.start(concurrency, 0.0)
+    turn = 0
+    while any(loop.core.has_work() for loop in loops.values()):
+        order = list(loops) if turn % 2 == 0 else list(reversed(loops))  # neither always goes first
+        turn += 1
+        for backend in order:
+            loop = loops[backend]
+            if not loop.core.has_work():
+                continue
+            t0 = time.perf_counter()
+            loop.step(lambda: busy[backend] + time.perf_counter() - t0)
+            busy[backend] += time.perf_counter() - t0
+    return {b: loop.result(busy[b]) for b, loop in loops.items()}
 
 
 def sweep(llms: dict[str, LLM], args) -> list[Point]:
@@ -89,8 +141,12 @@ def sweep(llms: dict[str, LLM], args) -> list[Point]:
         runs: dict[str, list[tuple[float, float, float]]] = {b: [] for b in BACKENDS}
         for repeat in range(args.repeats):
             prompts = make_prompts(concurrency * args.requests_per_client, prompt_len, vocab, seed=next(ids))
-            for backend in BACKENDS if repeat % 2 == 0 else reversed(BACKENDS):  # alternate who runs first
-                runs[backend].append(run_point(llms[backend], prompts, args.output_len, concurrency, ids))
+            if args.sequential:
+                for backend in BACKENDS if repeat % 2 == 0 else reversed(BACKENDS):  # alternate who runs first
+                    runs[backend].append(run_point(llms[backend], prompts, args.output_len, concurrency, ids))
+            else:
+                for backend, result in run_lockstep(llms, prompts, args.output_len, concurrency, ids).items():
+                    runs[backend].append(result)
         for backend in BACKENDS:
             tok_s, ttft, itl = (statistics.median(r[i] for r in runs[backend]) for i in range(3))
             points.append(Point(backend, prompt_len, concurrency, tok_s, ttft * 1e3, itl * 1e3))
@@ -196,6 +252,8 @@ def main() -> None:
     ap.add_argument("--dtype", default=None, help="float32 / bfloat16 / float16 (default: the engine's)")
     ap.add_argument("--max-num-batched-tokens", type=int, default=2048)
     ap.add_argument("--plot", default=None, help="save a PNG plot here")
+    ap.add_argument("--sequential", action="store_true",
+                    help="run the backends one after the other on the wall clock instead of in lockstep")
     ap.add_argument("--profile", action="store_true", help="also profile one decode step per backend at the largest point")
     args = ap.parse_args()
 
