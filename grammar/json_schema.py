@@ -223,6 +223,10 @@ class SchemaCompiler:
         lo, hi, lo_ex, hi_ex = self.bounds(schema, where)
         ilo = None if lo is None else (math.floor(lo) + 1 if lo_ex else math.ceil(lo))
         ihi = None if hi is None else (math.ceil(hi) - 1 if hi_ex else math.floor(hi))
+        fmt = _numeric_format(schema, where)
+        if fmt in INTEGER_FORMATS:
+            flo, fhi = INTEGER_FORMATS[fmt]
+            ilo, ihi = max(flo, ilo) if ilo is not None else flo, min(fhi, ihi) if ihi is not None else fhi
         mult = schema.get("multipleOf")
         if mult is not None:
             if isinstance(mult, float) and mult.is_integer():
@@ -234,6 +238,9 @@ class SchemaCompiler:
         return integer_node(ilo, ihi, mult, where)
 
     def number(self, schema: dict[str, Any], where: str) -> Node:
+        fmt = _numeric_format(schema, where)
+        if fmt in INTEGER_FORMATS:  # an int32 number is an integer in that range
+            return self.integer(schema, where)
         mult = schema.get("multipleOf")
         decimals = None
         if mult is not None:
@@ -247,6 +254,20 @@ class SchemaCompiler:
         if lo is not None and hi is not None and (lo > hi or (lo == hi and (lo_ex or hi_ex))):
             return NOTHING
         return number_node(lo, hi, decimals, lo_ex, hi_ex)
+
+
+# Formats on numbers (OpenAPI, draft 3): the integer ones are ranges; float, double and
+# utc-millisec are any number (float's 3.4e38 range is not enforced); others raise.
+INTEGER_FORMATS = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1), "uint32": (0, 2**32 - 1),
+                   "uint64": (0, 2**64 - 1)}  # fmt: skip
+NUMBER_FORMATS = frozenset({"float", "double", "utc-millisec"})
+
+
+def _numeric_format(schema: dict[str, Any], where: str) -> str | None:
+    fmt = schema.get("format")
+    if fmt is not None and fmt not in INTEGER_FORMATS and fmt not in NUMBER_FORMATS:
+        raise GrammarError(f"{where}/format: unsupported format {fmt!r} for numbers")
+    return fmt
 
 
 def _ref_target(ref: Any, where: str) -> str:

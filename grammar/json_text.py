@@ -20,15 +20,62 @@ HEX4_NO_SURROGATE = alt(
 MAX_FLEXIBLE_WS = 24
 ANY_VALUE = "@any"
 
+# RFC 3986 pieces, for uri and uri-reference (a percent sign must start a %XX escape).
+_UNRESERVED = r"A-Za-z0-9\-._~"
+_SUB_DELIMS = r"!$&'()*+,;="
+_PCT = r"%[0-9A-Fa-f]{2}"
+_PCHAR = rf"([{_UNRESERVED}{_SUB_DELIMS}:@]|{_PCT})"
+_SEGMENT_NC = rf"([{_UNRESERVED}{_SUB_DELIMS}@]|{_PCT})"  # a first relative segment: no ':'
+_AUTHORITY = (rf"(([{_UNRESERVED}{_SUB_DELIMS}:]|{_PCT})*@)?"
+              rf"(\[[0-9A-Fa-f:.]+\]|([{_UNRESERVED}{_SUB_DELIMS}]|{_PCT})*)(:[0-9]*)?")  # fmt: skip
+_PATH_ABEMPTY = rf"(/{_PCHAR}*)*"
+_QUERY = rf"(\?({_PCHAR}|[/?])*)?(#({_PCHAR}|[/?])*)?"
+_URI = rf"[a-zA-Z][a-zA-Z0-9+.\-]*:(//{_AUTHORITY}{_PATH_ABEMPTY}|/({_PCHAR}+{_PATH_ABEMPTY})?|{_PCHAR}+{_PATH_ABEMPTY})?{_QUERY}"
+_RELATIVE_REF = rf"(//{_AUTHORITY}{_PATH_ABEMPTY}|/({_PCHAR}+{_PATH_ABEMPTY})?|{_SEGMENT_NC}+{_PATH_ABEMPTY})?{_QUERY}"
+# RFC 4291 text forms: eight groups, or fewer around one "::", the last 32 bits maybe dotted.
+_H16 = r"[0-9A-Fa-f]{1,4}"
+_IPV4 = r"(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}"
+_LS32 = rf"({_H16}:{_H16}|{_IPV4})"
+_IPV6 = "|".join([
+    rf"({_H16}:){{6}}{_LS32}",
+    rf"::({_H16}:){{5}}{_LS32}",
+    rf"({_H16})?::({_H16}:){{4}}{_LS32}",
+    rf"(({_H16}:){{0,1}}{_H16})?::({_H16}:){{3}}{_LS32}",
+    rf"(({_H16}:){{0,2}}{_H16})?::({_H16}:){{2}}{_LS32}",
+    rf"(({_H16}:){{0,3}}{_H16})?::{_H16}:{_LS32}",
+    rf"(({_H16}:){{0,4}}{_H16})?::{_LS32}",
+    rf"(({_H16}:){{0,5}}{_H16})?::{_H16}",
+    rf"(({_H16}:){{0,6}}{_H16})?::",
+])
+# RFC 3339 appendix A: P then a date part (Y[M[D]] / M[D] / D) with an optional time part,
+# a time part alone (H[M[S]] / M[S] / S), or weeks.
+_DUR_TIME = r"T(\d+H(\d+M(\d+S)?)?|\d+M(\d+S)?|\d+S)"
+_DURATION = rf"P((\d+Y(\d+M(\d+D)?)?|\d+M(\d+D)?|\d+D)({_DUR_TIME})?|{_DUR_TIME}|\d+W)"
+# RFC 6570 level 4: literal characters (ASCII) and {expressions}.
+_URI_TEMPLATE_LITERAL = r"[!#$&()*+,\-./0-9:;=?@A-Z\[\]_a-z~]"
+_VARNAME = r"([A-Za-z0-9_]|%[0-9A-Fa-f]{2})(\.?([A-Za-z0-9_]|%[0-9A-Fa-f]{2}))*"
+_VARSPEC = rf"{_VARNAME}(:[1-9]\d{{0,3}}|\*)?"
+_URI_TEMPLATE = rf"({_URI_TEMPLATE_LITERAL}|{_PCT}|\{{[+#./;?&=,!@|]?{_VARSPEC}(,{_VARSPEC})*\}})*"
+
 FORMATS = {
     "date": r"\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])",
     "time": r"([01]\d|2[0-3]):[0-5]\d:([0-5]\d|60)(\.\d+)?([Zz]|[+-]([01]\d|2[0-3]):[0-5]\d)",
     "date-time": r"\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])[Tt]([01]\d|2[0-3]):[0-5]\d:([0-5]\d|60)(\.\d+)?([Zz]|[+-]([01]\d|2[0-3]):[0-5]\d)",
+    "duration": _DURATION,
     "email": r"[a-zA-Z0-9_+-]+(\.[a-zA-Z0-9_+-]+)*@[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?(\.[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?)+",
     "uuid": r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}",
-    "uri": r"[a-zA-Z][a-zA-Z0-9+.-]*:[!#$%&'()*+,\-./0-9:;=?@A-Z\[\]_a-z~]*",
-    "ipv4": r"(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}",
+    "uri": _URI,
+    "uri-reference": f"{_URI}|{_RELATIVE_REF}",
+    "uri-template": _URI_TEMPLATE,
+    "ipv4": _IPV4,
+    "ipv6": _IPV6,
     "hostname": r"[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?(\.[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?)*",
+    "json-pointer": r"(/([^/~]|~[01])*)*",
+    "relative-json-pointer": r"(0|[1-9]\d*)(#|(/([^/~]|~[01])*)*)",
+    # OpenAPI: base64 data; "binary" and "password" say nothing about the characters.
+    "byte": r"([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?",
+    "binary": r".*",
+    "password": r".*",
 }
 
 

@@ -132,7 +132,7 @@ def test_flexible_whitespace_is_bounded():
         ({"allOf": [{"properties": {"a": {}}}, {"patternProperties": {"^b": {"type": "integer"}},
                                                  "additionalProperties": False}]}, "/allOf"),
         ({"type": "array", "items": {"type": "integer"}, "uniqueItems": True}, "/uniqueItems"),
-        ({"type": "string", "format": "ipv6"}, "/format"),
+        ({"type": "string", "format": "idn-hostname"}, "/format"),
         ({"$ref": "http://example.com/s.json"}, "/$ref"),
         ({"$ref": "#/$defs/missing"}, "/$ref"),
         ({"oneOf": [{"type": "integer"}, {"type": "number"}]}, "/oneOf"),
