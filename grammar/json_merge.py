@@ -17,10 +17,11 @@ SUPPORTED = frozenset({
     "additionalProperties", "items", "prefixItems", "additionalItems", "minItems", "maxItems",
     "minLength", "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum",
     "exclusiveMaximum", "multipleOf", "nullable", "uniqueItems", "minProperties", "maxProperties",
-    "patternProperties", "not",
+    "patternProperties", "not", "dependencies", "dependentRequired", "dependentSchemas",
 })
+DEPENDENCY_KEYS = ("dependencies", "dependentRequired", "dependentSchemas")
 UNSUPPORTED = frozenset({
-    "if", "then", "else", "dependencies", "dependentRequired", "dependentSchemas",
+    "if", "then", "else",
     "propertyNames", "contains", "minContains", "maxContains",
     "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef", "$dynamicAnchor",
     "$recursiveAnchor",
@@ -115,6 +116,8 @@ def _merge_two(a: dict[str, Any], b: dict[str, Any], where: str) -> dict[str, An
             out[key] = max(old, value)
         elif key in _MAX_KEYS:
             out[key] = min(old, value)
+        elif key in DEPENDENCY_KEYS and isinstance(old, dict) and isinstance(value, dict):
+            out[key] = _merge_dependencies(old, value, where, key)
         elif key == "not":  # not A and not B == not (A or B)
             out[key] = {"anyOf": [old, value]}
         elif key in ("additionalProperties", "items") and isinstance(old, (dict, bool)) and isinstance(value, (dict, bool)):
@@ -131,6 +134,21 @@ def _merge_two(a: dict[str, Any], b: dict[str, Any], where: str) -> dict[str, An
         out["properties"] = {k: v for k, v in props.items() if k in allowed}
         if any(r not in allowed for r in out.get("required", [])):
             out["type"] = []
+    return out
+
+
+def _merge_dependencies(a: dict[str, Any], b: dict[str, Any], where: str, key: str) -> dict[str, Any]:
+    """Both parts' dependencies: the property lists (or `required`-only schemas) of a trigger united."""
+    out = dict(a)
+    for trigger, need in b.items():
+        if trigger not in out:
+            out[trigger] = need
+        elif isinstance(need, list) and isinstance(out[trigger], list):
+            out[trigger] = list(dict.fromkeys(out[trigger] + need))
+        elif isinstance(need, dict) and isinstance(out[trigger], dict) and need.keys() == out[trigger].keys() == {"required"}:
+            out[trigger] = {"required": list(dict.fromkeys(out[trigger]["required"] + need["required"]))}
+        else:
+            raise GrammarError(f"{where}/allOf: conflicting {key!r} for property {trigger!r}")
     return out
 
 

@@ -17,7 +17,8 @@ TYPES = ("null", "boolean", "object", "array", "number", "integer", "string")
 TYPE_KEYWORDS = {
     "string": ("minLength", "maxLength", "pattern", "format"),
     "number": ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"),
-    "object": ("properties", "required", "additionalProperties", "patternProperties"),
+    "object": ("properties", "required", "additionalProperties", "patternProperties", "dependencies",
+               "dependentRequired", "dependentSchemas"),
     "array": ("items", "prefixItems", "minItems", "maxItems", "additionalItems"),
 }
 
