@@ -6,8 +6,8 @@
  * LazyDfa's numpy tables (trans, flags, is_final, has_calls, slice_of, absorb, dominant), which it
  * holds as buffers; when a new DFA state does not fit, it calls `dfa._grow()` and takes the new
  * tables.  State ids are given in the same order as the Python path of dfa.py, so both build
- * the same automaton.  The C walk (grammar/_walk.c) reaches `prepare` and `row` through the
- * capsule `grammar._dfa._C_API` without going through Python.
+ * the same automaton.  The C walk (grammar/_walk.c) reaches `prepare`, `row` and the tables'
+ * raw pointers through the capsule `grammar._dfa._C_API` without going through Python.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -55,6 +55,12 @@ typedef struct {
     int sid;
 } SliceKey;
 
+#define MAX_SEQS 16
+typedef struct {
+    uint8_t lo[4], hi[4];
+    int len;
+} Seq;  /* byte ranges of one family of UTF-8 characters */
+
 typedef struct {
     PyObject_HEAD
     PyObject *edges, *eps, *calls;  /* the Nfa's lists */
@@ -68,12 +74,19 @@ typedef struct {
     /* per DFA state */
     int32_t *set_off, *set_len, *sn_sid, *sn_target;  /* sn_sid SLICE_UNKNOWN: slice step not known */
     uint64_t *set_hash;
+    int32_t *utf8_target;           /* the target utf8_ok was found for (DEAD: not known) */
+    uint8_t *utf8_ok, *utf8_checked;  /* every UTF-8 character leads there; upgrade tried */
     Py_ssize_t num_states, states_cap;
     int32_t *table;                 /* open addressing: dstate + 1, 0 empty */
     Py_ssize_t table_cap;
     SliceKey *slices;
     Py_ssize_t num_slices;
     int has_slicer, max_absorb;
+    uint64_t (*canon)[4];           /* the slicer in C (set_slices): the first of these sets inside */
+    int num_canon;
+    int utf8_ascii, utf8_text, utf8_runs;  /* set_utf8: ascii -1 = no upgrade */
+    Seq seqs[MAX_SEQS];
+    int num_seqs;
     /* the LazyDfa's tables */
     Py_buffer views[NUM_TABLES];
     int bound;
@@ -236,6 +249,9 @@ static int grow_states(Builder *b) {
     GROW(sn_sid, int32_t)
     GROW(sn_target, int32_t)
     GROW(set_hash, uint64_t)
+    GROW(utf8_target, int32_t)
+    GROW(utf8_ok, uint8_t)
+    GROW(utf8_checked, uint8_t)
 #undef GROW
     b->states_cap = cap;
     return 0;
@@ -287,6 +303,8 @@ static int32_t intern(Builder *b, const int32_t *x, Py_ssize_t n) {
     b->set_hash[d] = h;
     b->sn_sid[d] = SLICE_UNKNOWN;
     b->sn_target[d] = DEAD;
+    b->utf8_target[d] = DEAD;
+    b->utf8_checked[d] = 0;
     memmove(b->set_pool.data + b->set_pool.len, x, n * sizeof(int32_t));
     b->set_pool.len += n;
     Py_ssize_t i = h & (b->table_cap - 1);
@@ -467,6 +485,13 @@ static inline int ensure_row(Builder *b, int32_t d) {
 /* ---- slices ---- */
 
 static int slice_of_set(Builder *b, const uint64_t bits[4]) {
+    if (b->canon) {
+        for (int k = 0; k < b->num_canon; k++)
+            if (!(b->canon[k][0] & ~bits[0]) && !(b->canon[k][1] & ~bits[1]) && !(b->canon[k][2] & ~bits[2])
+                && !(b->canon[k][3] & ~bits[3]))
+                return k;
+        return NO_SLICE;
+    }
     for (Py_ssize_t i = 0; i < b->num_slices; i++)
         if (!memcmp(b->slices[i].bits, bits, sizeof(uint64_t) * 4)) return b->slices[i].sid;
     char set[256];
@@ -539,6 +564,111 @@ static int compute_absorb(Builder *b, int32_t d) {
     return 0;
 }
 
+/* ---- UTF-8 characters through the DFA ---- */
+
+/* sequences: a tuple of tuples of (lo, hi) byte ranges (grammar/slices.py UTF8_SEQUENCES). */
+static int parse_seqs(PyObject *seqs, Seq *out, int *num) {
+    if (!PyTuple_Check(seqs) || PyTuple_GET_SIZE(seqs) > MAX_SEQS) { PyErr_SetString(PyExc_ValueError, "sequences"); return -1; }
+    for (Py_ssize_t q = 0; q < PyTuple_GET_SIZE(seqs); q++) {
+        PyObject *seq = PyTuple_GET_ITEM(seqs, q);
+        if (!PyTuple_Check(seq) || PyTuple_GET_SIZE(seq) < 1 || PyTuple_GET_SIZE(seq) > 4) {
+            PyErr_SetString(PyExc_ValueError, "a sequence holds 1 to 4 byte ranges");
+            return -1;
+        }
+        out[q].len = (int)PyTuple_GET_SIZE(seq);
+        for (int j = 0; j < out[q].len; j++) {
+            int lo, hi;
+            if (!PyArg_ParseTuple(PyTuple_GET_ITEM(seq, j), "ii", &lo, &hi)) return -1;
+            if (lo < 0 || hi > 255 || lo > hi) { PyErr_SetString(PyExc_ValueError, "byte range"); return -1; }
+            out[q].lo[j] = (uint8_t)lo;
+            out[q].hi[j] = (uint8_t)hi;
+        }
+    }
+    *num = (int)PyTuple_GET_SIZE(seqs);
+    return 0;
+}
+
+/* 1 when every sequence leads from d to target alone (states visited in sorted order, as the
+ * Python path does), 0 when not, -1 on error. */
+static int seqs_lead_to(Builder *b, int32_t d, int32_t target, const Seq *seqs, int num_seqs) {
+    Vec cur = {NULL, 0, 0}, nxt = {NULL, 0, 0};
+    int ok = 1;
+    for (int q = 0; q < num_seqs && ok; q++) {
+        cur.len = 0;
+        if (vec_push(&cur, d) < 0) goto fail;
+        for (int j = 0; j < seqs[q].len && ok; j++) {
+            const int lo = seqs[q].lo[j], hi = seqs[q].hi[j];
+            nxt.len = 0;
+            for (Py_ssize_t i = 0; i < cur.len && ok; i++) {
+                int32_t s = cur.data[i];
+                if (ensure_row(b, s) < 0) goto fail;
+                const int32_t *row = TRANS(b) + (Py_ssize_t)s * 256;
+                for (int c = lo; c <= hi; c++) {
+                    if (row[c] < 0) { ok = 0; break; }
+                    int dup = 0;
+                    for (Py_ssize_t k = 0; k < nxt.len; k++) if (nxt.data[k] == row[c]) { dup = 1; break; }
+                    if (!dup && vec_push(&nxt, row[c]) < 0) goto fail;
+                }
+            }
+            qsort(nxt.data, nxt.len, sizeof(int32_t), cmp_i32);
+            Vec t = cur; cur = nxt; nxt = t;
+        }
+        if (ok && !(cur.len == 1 && cur.data[0] == target)) ok = 0;
+    }
+    free(cur.data);
+    free(nxt.data);
+    return ok;
+fail:
+    free(cur.data);
+    free(nxt.data);
+    return -1;
+}
+
+/* seqs_lead_to with the builder's sequences, remembered per state for its last target. */
+static int utf8_to(Builder *b, int32_t d, int32_t target) {
+    if (b->utf8_target[d] == target) return b->utf8_ok[d];
+    int ok = seqs_lead_to(b, d, target, b->seqs, b->num_seqs);
+    if (ok < 0) return -1;
+    b->utf8_target[d] = target;
+    b->utf8_ok[d] = (uint8_t)ok;
+    return ok;
+}
+
+/* grammar/dfa.py LazyDfa.upgrade_to_utf8 in C (the same steps in the same order): the slice of
+ * d, first widened to string text with UTF-8 characters when every character takes d where a
+ * text byte does (a loop, or each step of a bounded run with utf8_runs). */
+static int upgrade(Builder *b, int32_t d, int32_t *out) {
+    if (SLICE(b)[d] == SLICE_UNKNOWN && (ensure_row(b, d) < 0 || compute_absorb(b, d) < 0)) return -1;
+    const int32_t sid = SLICE(b)[d];
+    *out = sid;
+    if (b->utf8_ascii < 0 || sid != b->utf8_ascii || b->utf8_checked[d]) return 0;
+    b->utf8_checked[d] = 1;
+    int32_t s2, nxt;
+    if (slice_step(b, d, &s2, &nxt) < 0) return -1;
+    const int32_t absorb = ABSORB(b)[d];
+    if (absorb == UNBOUNDED) {
+        if (nxt != d) {
+            int32_t up;
+            if (upgrade(b, nxt, &up) < 0) return -1;
+            if (up != b->utf8_text) return 0;
+        }
+        int ok = seqs_lead_to(b, d, nxt, b->seqs, b->num_seqs);
+        if (ok < 0) return -1;
+        if (ok) SLICE(b)[d] = (int16_t)b->utf8_text;
+    } else if (b->utf8_runs) {  /* a bounded run: a character of k bytes uses one step, not k */
+        int32_t cur = d;
+        for (int32_t i = 0; i < absorb; i++) {
+            if (slice_step(b, cur, &s2, &nxt) < 0) return -1;
+            int ok = utf8_to(b, cur, nxt);
+            if (ok <= 0) return ok;
+            cur = nxt;
+        }
+        SLICE(b)[d] = (int16_t)b->utf8_text;
+    }
+    *out = SLICE(b)[d];
+    return 0;
+}
+
 /* ---- the C API for the walk ---- */
 
 static int c_row(PyObject *self, PyObject *dfa, long d) {
@@ -558,10 +688,52 @@ static int c_prepare(PyObject *self, PyObject *dfa, long d) {
     return b->generation != gen;
 }
 
+/* Raw pointers into the LazyDfa's tables, valid until a row call reports a reallocation. */
+typedef struct {
+    const int32_t *trans;
+    const uint8_t *flags;
+    const int16_t *slice_of;
+    const int32_t *absorb, *dominant;
+} DfaTables;
+
+static int c_tables(PyObject *self, PyObject *dfa, DfaTables *out) {
+    Builder *b = (Builder *)self;
+    if (ensure_bound(b, dfa) < 0) return -1;
+    out->trans = TRANS(b);
+    out->flags = FLAGS(b);
+    out->slice_of = SLICE(b);
+    out->absorb = ABSORB(b);
+    out->dominant = DOMINANT(b);
+    return 0;
+}
+
+static int c_upgrade(PyObject *self, PyObject *dfa, long d, long *sid) {
+    Builder *b = (Builder *)self;
+    if (ensure_bound(b, dfa) < 0 || check_dstate(b, d) < 0) return -1;
+    long gen = b->generation;
+    int32_t out;
+    if (upgrade(b, (int32_t)d, &out) < 0) return -1;
+    *sid = out;
+    return b->generation != gen;
+}
+
+static int c_utf8_to(PyObject *self, PyObject *dfa, long d, long target, long *ok) {
+    Builder *b = (Builder *)self;
+    if (ensure_bound(b, dfa) < 0 || check_dstate(b, d) < 0) return -1;
+    long gen = b->generation;
+    int r = utf8_to(b, (int32_t)d, (int32_t)target);
+    if (r < 0) return -1;
+    *ok = r;
+    return b->generation != gen;
+}
+
 typedef struct {
     int (*row)(PyObject *builder, PyObject *dfa, long d);      /* 1: tables were reallocated */
     int (*prepare)(PyObject *builder, PyObject *dfa, long d);  /* the same, also slice and absorb */
     PyTypeObject *type;
+    int (*tables)(PyObject *builder, PyObject *dfa, DfaTables *out);  /* the current tables */
+    int (*upgrade)(PyObject *builder, PyObject *dfa, long d, long *sid);  /* upgrade_to_utf8; 1: reallocated */
+    int (*utf8_to)(PyObject *builder, PyObject *dfa, long d, long target, long *ok);  /* the same */
 } DfaApi;
 
 /* ---- Python methods ---- */
@@ -679,46 +851,56 @@ static PyObject *py_nfa_states(Builder *b, PyObject *args) {
 }
 
 /* utf8_to(dfa, d, target, sequences) -> True when every sequence of byte ranges leads from d to
- * target alone (states visited in sorted order, as the Python path does). */
+ * target alone (uncached; the walk's own calls use set_utf8's sequences and remember). */
 static PyObject *py_utf8_to(Builder *b, PyObject *args) {
     PyObject *dfa, *seqs;
     long d, target;
-    if (!PyArg_ParseTuple(args, "OllO!", &dfa, &d, &target, &PyTuple_Type, &seqs)) return NULL;
-    if (ensure_bound(b, dfa) < 0 || check_dstate(b, d) < 0) return NULL;
-    Vec cur = {NULL, 0, 0}, nxt = {NULL, 0, 0};
-    int ok = 1;
-    for (Py_ssize_t q = 0; q < PyTuple_GET_SIZE(seqs) && ok; q++) {
-        PyObject *seq = PyTuple_GET_ITEM(seqs, q);
-        cur.len = 0;
-        if (vec_push(&cur, (int32_t)d) < 0) goto fail;
-        for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(seq) && ok; j++) {
-            int lo, hi;
-            if (!PyArg_ParseTuple(PyTuple_GET_ITEM(seq, j), "ii", &lo, &hi)) goto fail;
-            if (lo < 0 || hi > 255 || lo > hi) { PyErr_SetString(PyExc_ValueError, "byte range"); goto fail; }
-            nxt.len = 0;
-            for (Py_ssize_t i = 0; i < cur.len && ok; i++) {
-                int32_t s = cur.data[i];
-                if (ensure_row(b, s) < 0) goto fail;
-                const int32_t *row = TRANS(b) + (Py_ssize_t)s * 256;
-                for (int c = lo; c <= hi; c++) {
-                    if (row[c] < 0) { ok = 0; break; }
-                    int dup = 0;
-                    for (Py_ssize_t k = 0; k < nxt.len; k++) if (nxt.data[k] == row[c]) { dup = 1; break; }
-                    if (!dup && vec_push(&nxt, row[c]) < 0) goto fail;
-                }
-            }
-            qsort(nxt.data, nxt.len, sizeof(int32_t), cmp_i32);
-            Vec t = cur; cur = nxt; nxt = t;
-        }
-        if (ok && !(cur.len == 1 && cur.data[0] == target)) ok = 0;
-    }
-    free(cur.data);
-    free(nxt.data);
-    return PyBool_FromLong(ok);
-fail:
-    free(cur.data);
-    free(nxt.data);
-    return NULL;
+    Seq parsed[MAX_SEQS];
+    int num;
+    if (!PyArg_ParseTuple(args, "OllO", &dfa, &d, &target, &seqs)) return NULL;
+    if (ensure_bound(b, dfa) < 0 || check_dstate(b, d) < 0 || parse_seqs(seqs, parsed, &num) < 0) return NULL;
+    int ok = seqs_lead_to(b, (int32_t)d, (int32_t)target, parsed, num);
+    return ok < 0 ? NULL : PyBool_FromLong(ok);
+}
+
+/* upgrade_to_utf8(dfa, d) -> slice id (see `upgrade`). */
+static PyObject *py_upgrade(Builder *b, PyObject *args) {
+    PyObject *dfa;
+    long d, sid;
+    if (!PyArg_ParseTuple(args, "Ol", &dfa, &d)) return NULL;
+    return c_upgrade((PyObject *)b, dfa, d, &sid) < 0 ? NULL : PyLong_FromLong(sid);
+}
+
+/* set_utf8(ascii_slice, text_slice, runs, sequences): what upgrade_to_utf8 widens (ascii -1: none). */
+static PyObject *py_set_utf8(Builder *b, PyObject *args) {
+    int ascii, text, runs;
+    PyObject *seqs;
+    if (!PyArg_ParseTuple(args, "iipO", &ascii, &text, &runs, &seqs)) return NULL;
+    if (parse_seqs(seqs, b->seqs, &b->num_seqs) < 0) return NULL;
+    b->utf8_ascii = ascii;
+    b->utf8_text = text;
+    b->utf8_runs = runs;
+    Py_RETURN_NONE;
+}
+
+/* set_slices(sets): the slicer in C, the id of the first byte set (32-byte bitsets, bit c of byte
+ * c >> 3) that lies inside a state's set, else -1; instead of calling dfa._slice_bytes. */
+static PyObject *py_set_slices(Builder *b, PyObject *arg) {
+    Py_buffer v;
+    if (PyObject_GetBuffer(arg, &v, PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    if (v.len % 32) { PyBuffer_Release(&v); PyErr_SetString(PyExc_ValueError, "sets are 32 bytes each"); return NULL; }
+    const int num = (int)(v.len / 32);
+    uint64_t (*canon)[4] = calloc(num ? num : 1, sizeof(*canon));
+    if (!canon) { PyBuffer_Release(&v); return PyErr_NoMemory(); }
+    const uint8_t *bytes = v.buf;
+    for (int k = 0; k < num; k++)
+        for (int c = 0; c < 256; c++)
+            if ((bytes[k * 32 + (c >> 3)] >> (c & 7)) & 1) canon[k][c >> 6] |= 1ull << (c & 63);
+    PyBuffer_Release(&v);
+    free(b->canon);
+    b->canon = canon;
+    b->num_canon = num;
+    Py_RETURN_NONE;
 }
 
 static PyObject *py_num_states(Builder *b, PyObject *unused) { return PyLong_FromSsize_t(b->num_states); }
@@ -759,6 +941,7 @@ static int builder_init(Builder *b, PyObject *args, PyObject *kw) {
     Py_INCREF(calls); b->calls = calls;
     b->has_slicer = has_slicer;
     b->max_absorb = max_absorb;
+    b->utf8_ascii = -1;
     return 0;
 }
 
@@ -770,7 +953,8 @@ static void builder_dealloc(Builder *b) {
     free(b->nfa_final); free(b->cl_off); free(b->cl_len); free(b->single); free(b->mark_a); free(b->mark_b);
     free(b->cl_pool.data); free(b->set_pool.data); free(b->scratch.data); free(b->todo.data); free(b->edge_buf.data);
     free(b->set_off); free(b->set_len); free(b->sn_sid); free(b->sn_target); free(b->set_hash);
-    free(b->table); free(b->slices);
+    free(b->table); free(b->slices); free(b->canon);
+    free(b->utf8_target); free(b->utf8_ok); free(b->utf8_checked);
     Py_TYPE(b)->tp_free((PyObject *)b);
 }
 
@@ -783,6 +967,9 @@ static PyMethodDef builder_methods[] = {
     {"call_groups", (PyCFunction)py_call_groups, METH_VARARGS, "call_groups(d) -> [(rule, [return NFA states])]."},
     {"nfa_states", (PyCFunction)py_nfa_states, METH_VARARGS, "nfa_states(d) -> sorted tuple of NFA states."},
     {"utf8_to", (PyCFunction)py_utf8_to, METH_VARARGS, "utf8_to(dfa, d, target, sequences) -> bool."},
+    {"upgrade_to_utf8", (PyCFunction)py_upgrade, METH_VARARGS, "upgrade_to_utf8(dfa, d) -> slice id."},
+    {"set_utf8", (PyCFunction)py_set_utf8, METH_VARARGS, "set_utf8(ascii_slice, text_slice, runs, sequences)."},
+    {"set_slices", (PyCFunction)py_set_slices, METH_O, "set_slices(sets): the slicer as 32-byte bitsets."},
     {"num_states", (PyCFunction)py_num_states, METH_NOARGS, "Number of DFA states made so far."},
     {NULL, NULL, 0, NULL},
 };
@@ -799,7 +986,7 @@ static PyTypeObject BuilderType = {
     .tp_methods = builder_methods,
 };
 
-static DfaApi api = {c_row, c_prepare, &BuilderType};
+static DfaApi api = {c_row, c_prepare, &BuilderType, c_tables, c_upgrade, c_utf8_to};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_dfa", "DFA row construction in C.", -1, NULL};
 

@@ -1,11 +1,16 @@
-/* grammar._walk: the token-trie walk behind one DFA state's mask, and byte runs through the DFA.
+/* grammar._walk: one DFA state's token mask from a walk of the vocabulary trie, and byte runs
+ * through the DFA.
  *
- * The trie is the vocabulary's flat DFS layout (grammar/trie.py FlatTrie): node i has its last
- * byte, its depth, the index one past its subtree (`end`) and the first sorted-token row of its
- * subtree (`lo`; lo[end[i]] is one past the last).  The DFA is grammar/dfa.py's LazyDfa: rows of
- * `trans` may still be UNKNOWN, in which case the C row builder of grammar/_dfa.c (reached through
- * its capsule, when the LazyDfa has one as `_core`) or else `dfa.prepare(d)` (Python) fills row d
- * and the state's slice id, after which the buffers are fetched again if they were reallocated.
+ * A Tables object (one per vocabulary, made by grammar/masks.py) holds raw pointers into the
+ * vocabulary's arrays, so a mask call looks nothing up by attribute: the flat trie
+ * (grammar/trie.py FlatTrie: node i has its last byte, its depth, the index one past its subtree
+ * `end` and the first sorted-token row of its subtree `lo`; lo[end[i]] is one past the last), the
+ * token slices (grammar/slices.py) and the string-text tokens by first byte.  The DFA is
+ * grammar/dfa.py's LazyDfa: rows of `trans` may still be UNKNOWN; the C row builder of
+ * grammar/_dfa.c (reached through its capsule when the LazyDfa has one as `_core`) fills them
+ * and hands back the tables' pointers, else `dfa.prepare(d)` (Python) does and the buffers are
+ * fetched again.  The few steps that stay in Python (the UTF-8 upgrade of a text state, a bounded
+ * slice's words) are method calls on the LazyDfa and the Vocabulary passed to each call.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -17,13 +22,25 @@
 #define SLICE_UNKNOWN (-2)
 #define FLAG_CALLS 1
 #define FLAG_FINAL 2
-#define MAX_DEPTH 4096
+#define STACK_DEPTH 1024  /* tries at most this deep keep the walk's per-depth arrays on the C stack */
+#define MAX_UPTO 65       /* bounded absorb lengths whose slice words are kept */
 
-/* The C API of grammar._dfa (the same struct as there): 1 when the tables were reallocated. */
+/* ---- the DFA: grammar._dfa's C API (the same structs as there) ---- */
+
 typedef struct {
-    int (*row)(PyObject *builder, PyObject *dfa, long d);
-    int (*prepare)(PyObject *builder, PyObject *dfa, long d);
+    const int32_t *trans;
+    const uint8_t *flags;
+    const int16_t *slice_of;
+    const int32_t *absorb, *dominant;
+} DfaTables;
+
+typedef struct {
+    int (*row)(PyObject *builder, PyObject *dfa, long d);      /* 1: tables were reallocated */
+    int (*prepare)(PyObject *builder, PyObject *dfa, long d);  /* the same, also slice and absorb */
     PyTypeObject *type;
+    int (*tables)(PyObject *builder, PyObject *dfa, DfaTables *out);
+    int (*upgrade)(PyObject *builder, PyObject *dfa, long d, long *sid);
+    int (*utf8_to)(PyObject *builder, PyObject *dfa, long d, long target, long *ok);
 } DfaApi;
 
 static const DfaApi *dfa_api(void) {
@@ -37,93 +54,307 @@ static const DfaApi *dfa_api(void) {
     return api;
 }
 
-typedef struct {
-    PyObject *dfa;
-    Py_buffer trans, flags, slice_of, absorb;
-    int held;
-    PyObject *core;  /* the LazyDfa's grammar._dfa.Builder, or NULL */
-    const DfaApi *api;
-} Dfa;
+#define NUM_VIEWS 5
+static const char *VIEW_NAMES[NUM_VIEWS] = {"trans", "flags", "slice_of", "absorb", "dominant"};
 
-/* Look up the C row builder of the LazyDfa (none: the Python methods are called). */
-static int dfa_find_core(Dfa *d) {
-    d->api = dfa_api();
-    d->core = NULL;
-    if (!d->api) return 0;
-    PyObject *core = PyObject_GetAttrString(d->dfa, "_core");
-    if (!core) { PyErr_Clear(); return 0; }
-    if (Py_TYPE(core) == d->api->type) d->core = core;
-    else Py_DECREF(core);
-    return 0;
-}
+/* One LazyDfa during one call: its C builder (or NULL) and the current table pointers. */
+typedef struct {
+    PyObject *dfa;   /* borrowed */
+    PyObject *core;  /* new reference to the LazyDfa's grammar._dfa.Builder, or NULL */
+    const DfaApi *api;
+    DfaTables t;
+    Py_buffer views[NUM_VIEWS];  /* without a builder: the tables as buffers */
+    int held;
+} Dfa;
 
 static void dfa_release(Dfa *d) {
     if (d->held) {
-        PyBuffer_Release(&d->trans);
-        PyBuffer_Release(&d->flags);
-        if (d->held == 1) {
-            PyBuffer_Release(&d->slice_of);
-            PyBuffer_Release(&d->absorb);
-        }
+        for (int i = 0; i < NUM_VIEWS; i++) PyBuffer_Release(&d->views[i]);
         d->held = 0;
     }
 }
 
-static int get_buf(PyObject *obj, const char *name, Py_buffer *view, int writable) {
-    PyObject *a = PyObject_GetAttrString(obj, name);
-    if (!a) return -1;
-    int rc = PyObject_GetBuffer(a, view, writable ? PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS : PyBUF_C_CONTIGUOUS);
-    Py_DECREF(a);
-    return rc;
-}
-
-/* Only trans and flags (the byte runs of `run` need no slices). */
-static int dfa_fetch_trans(Dfa *d) {
+/* Take the current table pointers (after a row or a Python call may have reallocated them). */
+static int dfa_refresh(Dfa *d) {
+    if (d->core) return d->api->tables(d->core, d->dfa, &d->t);
     dfa_release(d);
-    if (get_buf(d->dfa, "trans", &d->trans, 0) < 0) return -1;
-    if (get_buf(d->dfa, "flags", &d->flags, 0) < 0) { PyBuffer_Release(&d->trans); return -1; }
-    d->held = 2;
+    for (int i = 0; i < NUM_VIEWS; i++) {
+        PyObject *a = PyObject_GetAttrString(d->dfa, VIEW_NAMES[i]);
+        int rc = a ? PyObject_GetBuffer(a, &d->views[i], PyBUF_C_CONTIGUOUS) : -1;
+        Py_XDECREF(a);
+        if (rc < 0) {
+            for (int j = 0; j < i; j++) PyBuffer_Release(&d->views[j]);
+            return -1;
+        }
+    }
+    d->held = 1;
+    d->t.trans = d->views[0].buf;
+    d->t.flags = d->views[1].buf;
+    d->t.slice_of = d->views[2].buf;
+    d->t.absorb = d->views[3].buf;
+    d->t.dominant = d->views[4].buf;
     return 0;
 }
 
-static int dfa_fetch(Dfa *d) {
-    dfa_release(d);
-    if (get_buf(d->dfa, "trans", &d->trans, 0) < 0) return -1;
-    if (get_buf(d->dfa, "flags", &d->flags, 0) < 0) { PyBuffer_Release(&d->trans); return -1; }
-    if (get_buf(d->dfa, "slice_of", &d->slice_of, 0) < 0) {
-        PyBuffer_Release(&d->trans); PyBuffer_Release(&d->flags); return -1;
+static int dfa_open(Dfa *d, PyObject *dfa) {
+    memset(d, 0, sizeof(*d));
+    d->dfa = dfa;
+    d->api = dfa_api();
+    if (d->api) {
+        static PyObject *name = NULL;
+        if (!name && !(name = PyUnicode_InternFromString("_core"))) return -1;
+        PyObject *core = PyObject_GetAttr(dfa, name);
+        if (!core) PyErr_Clear();
+        else if (Py_TYPE(core) == d->api->type) d->core = core;
+        else Py_DECREF(core);
     }
-    if (get_buf(d->dfa, "absorb", &d->absorb, 0) < 0) {
-        PyBuffer_Release(&d->trans); PyBuffer_Release(&d->flags); PyBuffer_Release(&d->slice_of); return -1;
-    }
-    d->held = 1;  /* all four buffers */
-    return 0;
+    return dfa_refresh(d);
 }
 
-/* Call dfa.<method>(s) in Python (fills row s, and for "prepare" its slice), then refetch the
- * buffers, which the call may have reallocated. */
-static int dfa_call(Dfa *d, const char *method, long s) {
+static void dfa_close(Dfa *d) {
     dfa_release(d);
-    PyObject *r = PyObject_CallMethod(d->dfa, method, "l", s);
+    Py_CLEAR(d->core);
+}
+
+/* Fill row s and, with `prepare`, its slice id and absorb length: in C when the builder is
+ * there, else through the LazyDfa's Python methods. */
+static int dfa_build(Dfa *d, long s, int prepare) {
+    if (d->core) {
+        int r = prepare ? d->api->prepare(d->core, d->dfa, s) : d->api->row(d->core, d->dfa, s);
+        if (r < 0) return -1;
+        return r ? dfa_refresh(d) : 0;
+    }
+    dfa_release(d);
+    PyObject *r = PyObject_CallMethod(d->dfa, prepare ? "prepare" : "compute_row", "l", s);
     if (!r) return -1;
     Py_DECREF(r);
-    return dfa_fetch(d);
+    return dfa_refresh(d);
 }
 
-/* Fill row s (and for `prepare` its slice): in C when the builder is there, else in Python. */
-static int dfa_build(Dfa *d, const char *method, long s, int prepare) {
-    if (!d->core) return dfa_call(d, method, s);
-    int r = prepare ? d->api->prepare(d->core, d->dfa, s) : d->api->row(d->core, d->dfa, s);
-    if (r < 0) return -1;
-    return r ? dfa_fetch(d) : 0;
+/* *out = dfa.<method>(a[, b]) as an integer (a bool counts), for upgrade_to_utf8 and utf8_to: in
+ * C when the builder is there, else in Python; the tables are taken again after. */
+static int dfa_call(Dfa *d, const char *method, int nargs, long a, long b, long *out) {
+    if (d->core) {
+        int r = nargs == 1 ? d->api->upgrade(d->core, d->dfa, a, out) : d->api->utf8_to(d->core, d->dfa, a, b, out);
+        if (r < 0) return -1;
+        return r ? dfa_refresh(d) : 0;
+    }
+    dfa_release(d);
+    PyObject *r = nargs == 1 ? PyObject_CallMethod(d->dfa, method, "l", a)
+                             : PyObject_CallMethod(d->dfa, method, "ll", a, b);
+    if (!r) return -1;
+    *out = PyLong_AsLong(r);
+    Py_DECREF(r);
+    if (*out == -1 && PyErr_Occurred()) return -1;
+    return dfa_refresh(d);
 }
 
-static int dfa_prepare(Dfa *d, long s) { return dfa_build(d, "prepare", s, 1); }
+/* ---- the vocabulary's tables ---- */
 
-#define TRANS(d) ((const int32_t *)(d)->trans.buf)
-#define FLAGS(d) ((const uint8_t *)(d)->flags.buf)
-#define SLICE(d) ((const int16_t *)(d)->slice_of.buf)
-#define ABSORB(d) ((const int32_t *)(d)->absorb.buf)
+typedef struct {
+    uint8_t set[256];               /* bytes a token of the slice may hold */
+    const uint8_t *pure, *root_pure;  /* uint8 [num_nodes]: every byte below the node is in the slice */
+    const uint32_t *words;          /* the slice's tokens */
+    const uint32_t *upto[MAX_UPTO]; /* its tokens of at most k bytes (from Python, on first use) */
+} Slice;
+
+typedef struct {
+    PyObject_HEAD
+    Py_buffer *views;  /* every buffer pointed into, held until dealloc */
+    Py_ssize_t num_views;
+    const uint8_t *tbyte;
+    const int32_t *tdepth, *tend, *tlo, *ids, *theight;
+    Py_ssize_t num_nodes, num_words;
+    int max_depth;
+    uint32_t *kids;    /* [num_nodes] (child node << 8) | its byte, grouped by parent (root first) */
+    int32_t *kid_off;  /* [num_nodes + 2] the root's children are kids[kid_off[0]:kid_off[1]], node i's from kid_off[i + 1] */
+    int num_slices, ascii_id, text_id;
+    Slice *slices;
+    uint8_t text_first[128];          /* ASCII bytes a string's first character may be */
+    const int32_t *first_ids, *first_off;  /* tokens b + text by first byte b: [first_off[b], first_off[b + 1]) */
+    const uint32_t *rest_words, *multi_first_words;
+} Tables;
+
+/* Hold a buffer of `obj` with items of `itemsize` bytes, at least `min_len` of them (-1: none). */
+static const void *take(Tables *tb, PyObject *obj, Py_ssize_t itemsize, Py_ssize_t min_len, Py_ssize_t *len) {
+    Py_buffer *v = PyMem_Realloc(tb->views, (tb->num_views + 1) * sizeof(Py_buffer));
+    if (!v) { PyErr_NoMemory(); return NULL; }
+    tb->views = v;
+    v = &tb->views[tb->num_views];
+    if (PyObject_GetBuffer(obj, v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return NULL;
+    tb->num_views++;
+    Py_ssize_t n = v->len / (v->itemsize ? v->itemsize : 1);
+    if (v->itemsize != itemsize || n < min_len) {
+        PyErr_Format(PyExc_ValueError, "walk table: want %zd-byte items (at least %zd), got %zd-byte items (%zd)",
+                     itemsize, min_len, v->itemsize, n);
+        return NULL;
+    }
+    if (len) *len = n;
+    return v->buf;
+}
+
+/* Each node's children listed side by side: the walk tries every child byte of a node without
+ * touching the children themselves, which lie a subtree apart in the DFS arrays. */
+static int tables_kids(Tables *tb) {
+    const Py_ssize_t n = tb->num_nodes;
+    if (n >= (1 << 24)) { PyErr_SetString(PyExc_ValueError, "trie too large"); return -1; }
+    int32_t *parent = PyMem_Malloc((n ? n : 1) * sizeof(int32_t)), *last = PyMem_Malloc((tb->max_depth + 1) * sizeof(int32_t));
+    tb->kids = PyMem_Malloc((n ? n : 1) * sizeof(uint32_t));
+    tb->kid_off = PyMem_Calloc(n + 2, sizeof(int32_t));
+    if (!parent || !last || !tb->kids || !tb->kid_off) {
+        PyMem_Free(parent);
+        PyMem_Free(last);
+        PyErr_NoMemory();
+        return -1;
+    }
+    last[0] = 0;  /* slot 0: the root; node i is slot i + 1 */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        parent[i] = last[tb->tdepth[i] - 1];
+        last[tb->tdepth[i]] = (int32_t)i + 1;
+        tb->kid_off[parent[i] + 1]++;
+    }
+    for (Py_ssize_t j = 0; j <= n; j++) tb->kid_off[j + 1] += tb->kid_off[j];
+    PyMem_Free(last);
+    int32_t *cursor = PyMem_Malloc((n + 1) * sizeof(int32_t));
+    if (!cursor) { PyMem_Free(parent); PyErr_NoMemory(); return -1; }
+    memcpy(cursor, tb->kid_off, (n + 1) * sizeof(int32_t));
+    for (Py_ssize_t i = 0; i < n; i++) tb->kids[cursor[parent[i]]++] = ((uint32_t)i << 8) | tb->tbyte[i];
+    PyMem_Free(cursor);
+    PyMem_Free(parent);
+    return 0;
+}
+
+static int tables_trie(Tables *tb, PyObject *trie) {
+    if (!PyTuple_Check(trie) || PyTuple_GET_SIZE(trie) != 6) { PyErr_SetString(PyExc_ValueError, "trie must be a 6-tuple"); return -1; }
+    Py_ssize_t n, rows;
+    if (!(tb->tbyte = take(tb, PyTuple_GET_ITEM(trie, 0), 1, 0, &n))) return -1;
+    tb->num_nodes = n;
+    if (!(tb->tdepth = take(tb, PyTuple_GET_ITEM(trie, 1), 4, n, NULL))) return -1;
+    if (!(tb->tend = take(tb, PyTuple_GET_ITEM(trie, 2), 4, n, NULL))) return -1;
+    if (!(tb->tlo = take(tb, PyTuple_GET_ITEM(trie, 3), 4, n + 1, NULL))) return -1;
+    if (!(tb->ids = take(tb, PyTuple_GET_ITEM(trie, 4), 4, 0, &rows))) return -1;
+    if (!(tb->theight = take(tb, PyTuple_GET_ITEM(trie, 5), 4, n, NULL))) return -1;
+    tb->max_depth = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (tb->tdepth[i] < 1 || tb->tend[i] <= i || tb->tend[i] > n || (i == 0 && tb->tdepth[i] != 1)
+            || (i > 0 && tb->tdepth[i] > tb->tdepth[i - 1] + 1) || tb->tlo[i] < 0 || tb->tlo[i] > rows) {
+            PyErr_SetString(PyExc_ValueError, "malformed flat trie");
+            return -1;
+        }
+        if (tb->tdepth[i] > tb->max_depth) tb->max_depth = tb->tdepth[i];
+    }
+    for (Py_ssize_t r = 0; r < rows; r++)
+        if (tb->ids[r] < 0 || tb->ids[r] >= tb->num_words * 32) { PyErr_SetString(PyExc_ValueError, "token id out of range"); return -1; }
+    return tables_kids(tb);
+}
+
+static int tables_slices(Tables *tb, PyObject *slices) {
+    if (!PyTuple_Check(slices)) { PyErr_SetString(PyExc_TypeError, "slices must be a tuple"); return -1; }
+    tb->num_slices = (int)PyTuple_GET_SIZE(slices);
+    tb->slices = PyMem_Calloc(tb->num_slices ? tb->num_slices : 1, sizeof(Slice));
+    if (!tb->slices) { PyErr_NoMemory(); return -1; }
+    for (int s = 0; s < tb->num_slices; s++) {
+        PyObject *item = PyTuple_GET_ITEM(slices, s);
+        Slice *sl = &tb->slices[s];
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 4) { PyErr_SetString(PyExc_ValueError, "slice must be a 4-tuple"); return -1; }
+        const uint8_t *set = take(tb, PyTuple_GET_ITEM(item, 0), 1, 256, NULL);
+        if (!set) return -1;
+        memcpy(sl->set, set, 256);
+        if (!(sl->pure = take(tb, PyTuple_GET_ITEM(item, 1), 1, tb->num_nodes, NULL))) return -1;
+        if (!(sl->root_pure = take(tb, PyTuple_GET_ITEM(item, 2), 1, tb->num_nodes, NULL))) return -1;
+        if (!(sl->words = take(tb, PyTuple_GET_ITEM(item, 3), 4, tb->num_words, NULL))) return -1;
+    }
+    return 0;
+}
+
+static int tables_text(Tables *tb, PyObject *text) {
+    if (!PyTuple_Check(text) || PyTuple_GET_SIZE(text) != 7) { PyErr_SetString(PyExc_ValueError, "text must be a 7-tuple"); return -1; }
+    tb->ascii_id = (int)PyLong_AsLong(PyTuple_GET_ITEM(text, 0));
+    tb->text_id = (int)PyLong_AsLong(PyTuple_GET_ITEM(text, 1));
+    if (PyErr_Occurred()) return -1;
+    if (tb->text_id < 0 || tb->text_id >= tb->num_slices) { PyErr_SetString(PyExc_ValueError, "text slice id"); return -1; }
+    const uint8_t *first = take(tb, PyTuple_GET_ITEM(text, 2), 1, 128, NULL);
+    if (!first) return -1;
+    memcpy(tb->text_first, first, 128);
+    Py_ssize_t num_first;
+    if (!(tb->first_ids = take(tb, PyTuple_GET_ITEM(text, 3), 4, 0, &num_first))) return -1;
+    if (!(tb->first_off = take(tb, PyTuple_GET_ITEM(text, 4), 4, 129, NULL))) return -1;
+    for (int b = 0; b < 128; b++)
+        if (tb->first_off[b] < 0 || tb->first_off[b] > tb->first_off[b + 1] || tb->first_off[b + 1] > num_first) {
+            PyErr_SetString(PyExc_ValueError, "first-byte offsets");
+            return -1;
+        }
+    for (Py_ssize_t i = 0; i < num_first; i++)
+        if (tb->first_ids[i] < 0 || tb->first_ids[i] >= tb->num_words * 32) { PyErr_SetString(PyExc_ValueError, "token id out of range"); return -1; }
+    if (!(tb->rest_words = take(tb, PyTuple_GET_ITEM(text, 5), 4, tb->num_words, NULL))) return -1;
+    if (!(tb->multi_first_words = take(tb, PyTuple_GET_ITEM(text, 6), 4, tb->num_words, NULL))) return -1;
+    return 0;
+}
+
+/* Tables(num_words, trie, slices, text): see grammar/masks.py `walk_tables` for the fields. */
+static int tables_init(Tables *tb, PyObject *args, PyObject *kw) {
+    PyObject *trie, *slices, *text;
+    Py_ssize_t num_words;
+    if (!PyArg_ParseTuple(args, "nOOO", &num_words, &trie, &slices, &text)) return -1;
+    if (tb->views) { PyErr_SetString(PyExc_RuntimeError, "Tables already initialized"); return -1; }
+    tb->num_words = num_words;
+    if (tables_trie(tb, trie) < 0 || tables_slices(tb, slices) < 0 || tables_text(tb, text) < 0) return -1;
+    return 0;
+}
+
+static void tables_dealloc(Tables *tb) {
+    for (Py_ssize_t i = 0; i < tb->num_views; i++) PyBuffer_Release(&tb->views[i]);
+    PyMem_Free(tb->views);
+    PyMem_Free(tb->slices);
+    PyMem_Free(tb->kids);
+    PyMem_Free(tb->kid_off);
+    Py_TYPE(tb)->tp_free((PyObject *)tb);
+}
+
+static PyTypeObject TablesType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "grammar._walk.Tables",
+    .tp_basicsize = sizeof(Tables),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Tables(num_words, trie, slices, text): a vocabulary's arrays for the mask walk.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)tables_init,
+    .tp_dealloc = (destructor)tables_dealloc,
+};
+
+/* Copy into words slice s's tokens of at most `absorb` bytes: the whole slice, or
+ * vocab.slice_list[s].words_upto(absorb) (kept after the first call). */
+static int slice_words(Tables *tb, Dfa *d, PyObject *vocab, int s, long absorb, uint32_t *words) {
+    Slice *sl = &tb->slices[s];
+    const Py_ssize_t size = tb->num_words * sizeof(uint32_t);
+    const uint32_t *src = absorb >= tb->max_depth ? sl->words : absorb < MAX_UPTO ? sl->upto[absorb] : NULL;
+    if (src) {
+        memcpy(words, src, size);
+        return 0;
+    }
+    dfa_release(d);
+    PyObject *lst = PyObject_GetAttrString(vocab, "slice_list"), *arr = NULL;
+    PyObject *item = lst ? PySequence_GetItem(lst, s) : NULL;
+    if (item) arr = PyObject_CallMethod(item, "words_upto", "l", absorb);
+    Py_XDECREF(lst);
+    Py_XDECREF(item);
+    if (!arr) return -1;
+    if (absorb < MAX_UPTO) {  /* the held buffer keeps the array */
+        src = sl->upto[absorb] = take(tb, arr, 4, tb->num_words, NULL);
+        if (src) memcpy(words, src, size);
+    } else {
+        Py_buffer view;
+        if (PyObject_GetBuffer(arr, &view, PyBUF_C_CONTIGUOUS) == 0) {
+            if (view.len == size) { memcpy(words, view.buf, size); src = words; }
+            else PyErr_SetString(PyExc_ValueError, "words_upto: wrong length");
+            PyBuffer_Release(&view);
+        }
+    }
+    Py_DECREF(arr);
+    return src && dfa_refresh(d) == 0 ? 0 : -1;
+}
+
+/* ---- the walk ---- */
 
 typedef struct {
     int32_t *data;
@@ -151,159 +382,206 @@ static inline void set_rows(uint32_t *words, const int32_t *ids, int32_t lo, int
     }
 }
 
-
-/* Pure-slice buffer of one slice id, fetched on first use. */
+/* Where the walk starts: a slice the start state absorbs (its tokens of at most `absorb` bytes
+ * already in words) and the first bytes b whose tokens b + text are already in words. */
 typedef struct {
-    Py_buffer buf;
-    int id;
-} Pure;
+    const uint8_t *root_set, *root_pure;  /* NULL: no slice */
+    long absorb;
+    uint8_t fc[256];
+} Start;
 
-static const uint8_t *pure_get(Pure *p, PyObject *pures, int sl) {
-    if (p->id == sl) return p->buf.buf;
-    if (p->id >= 0) { PyBuffer_Release(&p->buf); p->id = -1; }
-    if (sl >= PyList_GET_SIZE(pures)) { PyErr_SetString(PyExc_IndexError, "slice id"); return NULL; }
-    if (PyObject_GetBuffer(PyList_GET_ITEM(pures, sl), &p->buf, PyBUF_C_CONTIGUOUS) < 0) return NULL;
-    p->id = sl;
-    return p->buf.buf;
+/* The slice of state x, upgraded to UTF-8 string text by the LazyDfa when it is the ASCII one. */
+static int state_slice(Tables *tb, Dfa *d, long x, long *sl) {
+    if (d->t.slice_of[x] == SLICE_UNKNOWN && dfa_build(d, x, 1) < 0) return -1;
+    *sl = d->t.slice_of[x];
+    if (*sl == tb->ascii_id) return dfa_call(d, "upgrade_to_utf8", 1, x, 0, sl);
+    return 0;
 }
 
-/* walk(dfa, trie, pures, start, nonempty, words, root_absorb, root_set, root_pure, first_set,
- *      text_set, text_pure) -> int32 triples
- * (token id, byte position, DFA state) of the tokens to check against the stack.
- * trie = (byte uint8[N], depth int32[N], end int32[N], lo int32[N + 1], sorted ids int32[R],
- * height int32[N]); pures = list of uint8[N] per vocabulary slice (1: every byte below the node
- * is in the slice); words = int32[num_words], OR-ed with the tokens consumed entirely inside the
- * DFA. When the start state has a slice (root_absorb > 0; root_set = its bytes, uint8[256];
- * root_pure = its uint8[N] subtree flags from a character boundary), the caller has OR-ed that
- * slice's tokens of at most root_absorb bytes into words, and subtrees made only of them are
- * skipped.  Likewise for tokens whose first byte is in first_set and whose rest is string text
- * (bytes of text_set, subtree flags text_pure). */
-static PyObject *walk(PyObject *self, PyObject *args) {
-    PyObject *dfa_obj, *trie_obj, *pures;
-    long start, root_absorb;
-    int nonempty;
-    Py_buffer wbuf, rset, rpbuf, fcbuf, fmbuf, fpbuf;
-    if (!PyArg_ParseTuple(args, "OO!O!lpw*ly*y*y*y*y*", &dfa_obj, &PyTuple_Type, &trie_obj, &PyList_Type, &pures,
-                          &start, &nonempty, &wbuf, &root_absorb, &rset, &rpbuf, &fcbuf, &fmbuf, &fpbuf))
-        return NULL;
-    if (rset.len != 256 || fcbuf.len != 256 || fmbuf.len != 256) {
-        PyBuffer_Release(&wbuf); PyBuffer_Release(&rset); PyBuffer_Release(&rpbuf);
-        PyBuffer_Release(&fcbuf); PyBuffer_Release(&fmbuf); PyBuffer_Release(&fpbuf);
-        PyErr_SetString(PyExc_ValueError, "byte sets must have 256 bytes");
-        return NULL;
+/* A state sending most string-text bytes to a state that loops on string text (the first
+ * character of a string, or of an extra property name): OR in the tokens `b + text` for those
+ * first bytes b and mark them in start->fc (and the bytes 0x80.. when every multi-byte first
+ * character goes there too).  Row s is built. */
+static int text_first(Tables *tb, Dfa *d, long s, uint32_t *words, Start *start) {
+    const int32_t target = d->t.dominant[s];
+    long sl;
+    if (target < 0) return 0;
+    if (state_slice(tb, d, target, &sl) < 0) return -1;
+    if (sl != tb->text_id) return 0;
+    const int32_t *row = d->t.trans + (Py_ssize_t)s * 256;
+    Py_ssize_t taken = 0, missing = 0;  /* tokens under the bytes that go / do not go to target */
+    for (int b = 0; b < 128; b++) {
+        if (!tb->text_first[b]) continue;
+        const Py_ssize_t n = tb->first_off[b + 1] - tb->first_off[b];
+        if (row[b] == target) { start->fc[b] = 1; taken += n + 1; }
+        else missing += n + 1;
     }
-    const uint8_t *fc = fcbuf.buf, *fm = fmbuf.buf, *fpure = fpbuf.buf;
-    uint32_t *words = (uint32_t *)wbuf.buf;
-    Py_buffer tb[6];
-    int got = 0;
-    PyObject *result = NULL;
-    Dfa d = {dfa_obj, {0}, {0}, {0}, {0}, 0, NULL, NULL};
-    Vec cands = {NULL, 0, 0};
-    Pure pure = {{0}, -1};
-    int32_t *st = NULL, *esc_pos = NULL, *esc_st = NULL;
-    uint8_t *inroot = NULL, *infc = NULL;
-    if (PyTuple_GET_SIZE(trie_obj) != 6) { PyErr_SetString(PyExc_ValueError, "trie must be a 6-tuple"); goto done; }
-    for (; got < 6; got++)
-        if (PyObject_GetBuffer(PyTuple_GET_ITEM(trie_obj, got), &tb[got], PyBUF_C_CONTIGUOUS) < 0) goto done;
-    const uint8_t *tbyte = tb[0].buf;
-    const int32_t *tdepth = tb[1].buf, *tend = tb[2].buf, *tlo = tb[3].buf, *ids = tb[4].buf, *theight = tb[5].buf;
-    const Py_ssize_t n = tb[0].len;
-    st = malloc(MAX_DEPTH * sizeof(int32_t));
-    esc_pos = malloc(MAX_DEPTH * sizeof(int32_t));
-    esc_st = malloc(MAX_DEPTH * sizeof(int32_t));
-    inroot = malloc(MAX_DEPTH);
-    infc = malloc(MAX_DEPTH);
-    if (!st || !esc_pos || !esc_st || !inroot || !infc) { PyErr_NoMemory(); goto done; }
-    if (fpbuf.len < n) { PyErr_SetString(PyExc_ValueError, "first-byte pure flags too short"); goto done; }
-    if (dfa_find_core(&d) < 0 || dfa_fetch(&d) < 0) goto done;
-    if (SLICE(&d)[start] == SLICE_UNKNOWN && dfa_prepare(&d, start) < 0) goto done;
-    const int root_slice = root_absorb > 0 ? SLICE(&d)[start] : -1;
-    uint8_t root_set[256] = {0};
-    const uint8_t *rpure = NULL;
-    if (root_slice >= 0) {
-        if (rpbuf.len < n) { PyErr_SetString(PyExc_ValueError, "root_pure too short"); goto done; }
-        rpure = rpbuf.buf;
-        memcpy(root_set, rset.buf, 256);
+    if (!taken) return 0;
+    const Py_ssize_t num_words = tb->num_words;
+    if (!missing) {
+        for (Py_ssize_t w = 0; w < num_words; w++) words[w] |= tb->rest_words[w];
+    } else if (taken > 2 * num_words + missing) {  /* all of them minus the missing bytes' tokens */
+        uint32_t *tmp = malloc(num_words * sizeof(uint32_t));
+        if (!tmp) { PyErr_NoMemory(); return -1; }
+        memcpy(tmp, tb->rest_words, num_words * sizeof(uint32_t));
+        for (int b = 0; b < 128; b++)
+            if (tb->text_first[b] && !start->fc[b])
+                for (int32_t i = tb->first_off[b]; i < tb->first_off[b + 1]; i++)
+                    tmp[tb->first_ids[i] >> 5] &= ~(1u << (tb->first_ids[i] & 31));
+        for (Py_ssize_t w = 0; w < num_words; w++) words[w] |= tmp[w];
+        free(tmp);
+    } else {
+        for (int b = 0; b < 128; b++)
+            if (start->fc[b]) set_rows(words, tb->first_ids, tb->first_off[b], tb->first_off[b + 1]);
     }
-    st[0] = (int32_t)start;
+    long multi;
+    if (dfa_call(d, "utf8_to", 2, s, target, &multi) < 0) return -1;
+    if (multi) {  /* a first character of several bytes goes there too */
+        for (Py_ssize_t w = 0; w < num_words; w++) words[w] |= tb->multi_first_words[w];
+        memset(start->fc + 128, 1, 128);
+    }
+    return 0;
+}
+
+/* Walk the trie from state `from`: OR into words the tokens consumed entirely inside the DFA,
+ * push (token id, byte position, state) for tokens that die after passing a state where a call
+ * or (with a non-empty stack) a return could happen.  Subtrees the start slice or the text
+ * first bytes already put in words, and subtrees a state's slice absorbs whole, are skipped.
+ * Depth-first through each node's child list; per depth k (arrays of max_depth + 1): the state
+ * after k bytes, where a call/return was first possible, whether the prefix is still in the start
+ * slice / the text after a first byte, and the cursor and end in the child list being tried. */
+static int walk_trie(Tables *tb, Dfa *d, long from, int nonempty, uint32_t *words, const Start *start, Vec *cands,
+                     int32_t *st, int32_t *esc_pos, int32_t *esc_st, uint8_t *inroot, uint8_t *infc, int32_t *cur, int32_t *lim) {
+    const uint8_t *root_set = start->root_set, *rpure = start->root_pure, *fc = start->fc;
+    const int32_t *tend = tb->tend, *tlo = tb->tlo, *ids = tb->ids, *theight = tb->theight, *kid_off = tb->kid_off;
+    const uint32_t *kids = tb->kids;
+    const Slice *text = &tb->slices[tb->text_id];
+    const uint8_t *fm = text->set, *fpure = text->root_pure;
+    st[0] = (int32_t)from;
     esc_pos[0] = -1;
     esc_st[0] = 0;
-    inroot[0] = root_slice >= 0;
+    inroot[0] = root_set != NULL;
     infc[0] = 0;
-    Py_ssize_t i = 0;
-    while (i < n) {
-        const int k = tdepth[i];
+    int k = 1;
+    cur[1] = kid_off[0];
+    lim[1] = kid_off[1];
+    while (k > 0) {
+        if (cur[k] == lim[k]) { k--; continue; }
+        const uint32_t kid = kids[cur[k]++];
+        const Py_ssize_t i = kid >> 8;
+        const int b = kid & 255;
         const int32_t p = st[k - 1];
-        int32_t t = TRANS(&d)[(Py_ssize_t)p * 256 + tbyte[i]];
+        int32_t t = d->t.trans[(Py_ssize_t)p * 256 + b];
         if (t == UNKNOWN) {
-            if (dfa_prepare(&d, p) < 0) goto done;
-            t = TRANS(&d)[(Py_ssize_t)p * 256 + tbyte[i]];
+            if (dfa_build(d, p, 1) < 0) return -1;
+            t = d->t.trans[(Py_ssize_t)p * 256 + b];
         }
-        const Py_ssize_t e = tend[i];
         if (t < 0) {
             if (esc_pos[k - 1] >= 0)
-                for (int32_t r = tlo[i]; r < tlo[e]; r++)
-                    if (vec_push3(&cands, ids[r], esc_pos[k - 1], esc_st[k - 1]) < 0) goto done;
-            i = e;
+                for (int32_t r = tlo[i]; r < tlo[tend[i]]; r++)
+                    if (vec_push3(cands, ids[r], esc_pos[k - 1], esc_st[k - 1]) < 0) return -1;
             continue;
         }
-        const int in_r = inroot[k - 1] && root_set[tbyte[i]];
+        const Py_ssize_t e = tend[i];
         if (e == i + 1) {
             set_rows(words, ids, tlo[i], tlo[e]);
-            i = e;
             continue;
         }
         set_rows(words, ids, tlo[i], tlo[i + 1]);
-        if (in_r && rpure[i] && k + theight[i] <= root_absorb) { i = e; continue; }  /* all in words */
-        /* first byte from fc, the rest string text: the caller OR-ed these too */
-        const int in_fc = k == 1 ? fc[tbyte[i]] : infc[k - 1] && fm[tbyte[i]];
-        if (in_fc && fpure[i]) { i = e; continue; }
-        if (SLICE(&d)[t] == SLICE_UNKNOWN && dfa_prepare(&d, t) < 0) goto done;
-        const int sl = SLICE(&d)[t];
-        if (sl >= 0 && theight[i] <= ABSORB(&d)[t]) {
-            const uint8_t *pu = pure_get(&pure, pures, sl);
-            if (!pu) goto done;
-            if (pu[i]) {
-                set_rows(words, ids, tlo[i + 1], tlo[e]);
-                i = e;
-                continue;
-            }
+        const int in_r = inroot[k - 1] && root_set[b];
+        if (in_r && rpure[i] && k + theight[i] <= start->absorb) continue;  /* all in words */
+        /* first byte from fc, the rest string text: text_first OR-ed these too */
+        const int in_fc = k == 1 ? fc[b] : infc[k - 1] && fm[b];
+        if (in_fc && fpure[i]) continue;
+        if (d->t.slice_of[t] == SLICE_UNKNOWN && dfa_build(d, t, 1) < 0) return -1;
+        const int sl = d->t.slice_of[t];
+        if (sl >= 0 && sl < tb->num_slices && theight[i] <= d->t.absorb[t] && tb->slices[sl].pure[i]) {
+            set_rows(words, ids, tlo[i + 1], tlo[e]);
+            continue;
         }
-        if (k >= MAX_DEPTH) { i = e; continue; }
         int32_t ep = esc_pos[k - 1], es = esc_st[k - 1];
-        const uint8_t f = FLAGS(&d)[t];
+        const uint8_t f = d->t.flags[t];
         if (ep < 0 && ((f & FLAG_CALLS) || (nonempty && (f & FLAG_FINAL)))) { ep = k; es = t; }
         st[k] = t;
         esc_pos[k] = ep;
         esc_st[k] = es;
         inroot[k] = (uint8_t)in_r;
         infc[k] = (uint8_t)in_fc;
-        i++;
+        k++;
+        cur[k] = kid_off[i + 1];
+        lim[k] = kid_off[i + 2];
     }
-    result = PyBytes_FromStringAndSize((const char *)cands.data, cands.len * (Py_ssize_t)sizeof(int32_t));
-done:
-    if (pure.id >= 0) PyBuffer_Release(&pure.buf);
-    dfa_release(&d);
-    Py_XDECREF(d.core);
-    for (int j = 0; j < got; j++) PyBuffer_Release(&tb[j]);
-    PyBuffer_Release(&wbuf);
-    PyBuffer_Release(&rset);
-    PyBuffer_Release(&rpbuf);
-    PyBuffer_Release(&fcbuf);
-    PyBuffer_Release(&fmbuf);
-    PyBuffer_Release(&fpbuf);
-    free(infc);
+    return 0;
+}
+
+/* The start of the walk from s: row and slice of s, the words its slice already gives, the
+ * text first bytes (unless s itself is in string text). */
+static int walk_start(Tables *tb, Dfa *d, PyObject *vocab, long s, uint32_t *words, Start *start) {
+    memset(start, 0, sizeof(*start));
+    if ((d->t.trans[(Py_ssize_t)s * 256] == UNKNOWN || d->t.slice_of[s] == SLICE_UNKNOWN) && dfa_build(d, s, 1) < 0)
+        return -1;
+    long sl;
+    if (state_slice(tb, d, s, &sl) < 0) return -1;
+    if (sl >= 0 && sl < tb->num_slices) {
+        start->absorb = d->t.absorb[s];
+        if (slice_words(tb, d, vocab, (int)sl, start->absorb, words) < 0) return -1;
+        start->root_set = tb->slices[sl].set;
+        start->root_pure = tb->slices[sl].root_pure;
+    } else {
+        memset(words, 0, tb->num_words * sizeof(uint32_t));
+    }
+    return sl == tb->text_id ? 0 : text_first(tb, d, s, words, start);
+}
+
+/* mask(tables, dfa, vocab, state, nonempty, out) -> None, or int32 triples as bytes.
+ * Writes into out (int32 [num_words]) the tokens allowed from DFA state `state` without looking
+ * at the stack; returns the (token id, byte position, DFA state) of tokens to check against the
+ * stack (they die in the DFA after passing a call, or with a non-empty stack a return), if any. */
+static PyObject *mask(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 6 || Py_TYPE(args[0]) != &TablesType) {
+        PyErr_SetString(PyExc_TypeError, "mask(tables, dfa, vocab, state, nonempty, out)");
+        return NULL;
+    }
+    Tables *tb = (Tables *)args[0];
+    const long s = PyLong_AsLong(args[3]);
+    const int nonempty = PyObject_IsTrue(args[4]);
+    if ((s == -1 && PyErr_Occurred()) || nonempty < 0) return NULL;
+    Py_buffer out;
+    if (PyObject_GetBuffer(args[5], &out, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    PyObject *result = NULL;
+    Dfa d;
+    Vec cands = {NULL, 0, 0};
+    Start start;
+    int32_t st_buf[5 * STACK_DEPTH];
+    uint8_t flag_buf[2 * STACK_DEPTH];
+    int32_t *st = st_buf;
+    uint8_t *flags = flag_buf;
+    const int depth = tb->max_depth + 1;
+    if (depth > STACK_DEPTH) {
+        st = malloc(5 * depth * sizeof(int32_t));
+        flags = malloc(2 * depth);
+        if (!st || !flags) { PyErr_NoMemory(); goto fail; }
+    }
+    if (out.len != tb->num_words * 4) { PyErr_SetString(PyExc_ValueError, "out must hold num_words int32"); goto fail; }
+    if (dfa_open(&d, args[1]) < 0) goto fail;
+    if (walk_start(tb, &d, args[2], s, out.buf, &start) == 0
+        && walk_trie(tb, &d, s, nonempty, out.buf, &start, &cands, st, st + depth, st + 2 * depth, flags, flags + depth,
+                     st + 3 * depth, st + 4 * depth) == 0) {
+        if (cands.len) result = PyBytes_FromStringAndSize((const char *)cands.data, cands.len * (Py_ssize_t)sizeof(int32_t));
+        else result = Py_NewRef(Py_None);
+    }
+    dfa_close(&d);
+fail:
+    if (st != st_buf) free(st);
+    if (flags != flag_buf) free(flags);
     free(cands.data);
-    free(st);
-    free(esc_pos);
-    free(esc_st);
-    free(inroot);
+    PyBuffer_Release(&out);
     return result;
 }
 
-/* run(dfa, state, data, pos) -> (state, pos): steps bytes while the state has no calls and is
- * not final (where a pushdown configuration could branch), stopping before such a state's byte;
- * state -1 when a byte is rejected. */
+/* run(dfa, state, data, pos, stop_final) -> (state, pos): steps bytes while the state has no
+ * calls and (with stop_final) is not final, where a pushdown configuration could branch,
+ * stopping before such a state's byte; state -1 when a byte is rejected. */
 static PyObject *run(PyObject *self, PyObject *args) {
     PyObject *dfa_obj;
     long s;
@@ -311,20 +589,17 @@ static PyObject *run(PyObject *self, PyObject *args) {
     Py_ssize_t pos;
     int stop_final;
     if (!PyArg_ParseTuple(args, "Oly*np", &dfa_obj, &s, &data, &pos, &stop_final)) return NULL;
-    Dfa d = {dfa_obj, {0}, {0}, {0}, {0}, 0, NULL, NULL};
+    Dfa d;
     const uint8_t *bytes = data.buf;
     PyObject *result = NULL;
-    if (dfa_find_core(&d) < 0 || dfa_fetch_trans(&d) < 0) goto done;
+    if (dfa_open(&d, dfa_obj) < 0) goto done;
     const uint8_t stop = FLAG_CALLS | (stop_final ? FLAG_FINAL : 0);
     while (pos < data.len) {
-        if (FLAGS(&d)[s] & stop) break;
-        int32_t t = TRANS(&d)[(Py_ssize_t)s * 256 + bytes[pos]];
+        if (d.t.flags[s] & stop) break;
+        int32_t t = d.t.trans[(Py_ssize_t)s * 256 + bytes[pos]];
         if (t == UNKNOWN) {
-            if (d.core) {
-                int r = d.api->row(d.core, d.dfa, s);
-                if (r < 0 || (r && dfa_fetch_trans(&d) < 0)) goto done;
-            } else if (dfa_call(&d, "compute_row", s) < 0 || dfa_fetch_trans(&d) < 0) goto done;
-            t = TRANS(&d)[(Py_ssize_t)s * 256 + bytes[pos]];
+            if (dfa_build(&d, s, 0) < 0) goto done;
+            t = d.t.trans[(Py_ssize_t)s * 256 + bytes[pos]];
         }
         if (t < 0) { s = -1; break; }
         s = t;
@@ -332,18 +607,24 @@ static PyObject *run(PyObject *self, PyObject *args) {
     }
     result = Py_BuildValue("ln", s, pos);
 done:
-    dfa_release(&d);
-    Py_XDECREF(d.core);
+    dfa_close(&d);
     PyBuffer_Release(&data);
     return result;
 }
 
 static PyMethodDef methods[] = {
-    {"walk", walk, METH_VARARGS, "Walk the token trie from one DFA state (see the module source)."},
+    {"mask", (PyCFunction)(void (*)(void))mask, METH_FASTCALL, "One DFA state's mask by a walk of the token trie (see the module source)."},
     {"run", run, METH_VARARGS, "Step bytes through the DFA until a branching state."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_walk", "Token-trie walk and DFA byte runs.", -1, methods};
 
-PyMODINIT_FUNC PyInit__walk(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__walk(void) {
+    if (PyType_Ready(&TablesType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    Py_INCREF(&TablesType);
+    if (PyModule_AddObject(m, "Tables", (PyObject *)&TablesType) < 0) { Py_DECREF(&TablesType); Py_DECREF(m); return NULL; }
+    return m;
+}

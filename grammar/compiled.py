@@ -37,7 +37,9 @@ class CompiledGrammar:
     def __init__(self, grammar: Grammar, vocab: Vocabulary) -> None:
         self.vocab = vocab
         self.nfa = build_nfa(grammar)
-        self.dfa = LazyDfa(self.nfa, self._slice_id if uses_c_walk() else None, min(vocab.max_len, MAX_ABSORB))
+        sliced = uses_c_walk()
+        self.dfa = LazyDfa(self.nfa, self._slice_id if sliced else None, min(vocab.max_len, MAX_ABSORB),
+                           slice_sets=vocab.canonical_sets if sliced else None)
         self.dfa.utf8_upgrade = (0, vocab.utf8_text_slice)
         self.dfa.utf8_runs = vocab.num_non_ascii >= UTF8_RUN_TOKENS
         self.initial: States = frozenset((((), self.dfa.rule_start[0]),))

@@ -34,11 +34,12 @@ class LazyDfa:
     """
 
     def __init__(self, nfa: Nfa, slicer: Callable[[np.ndarray], int] | None = None, max_absorb: int = 64,
-                 use_c: bool | None = None) -> None:
+                 use_c: bool | None = None, slice_sets: bytes | None = None) -> None:
         self.nfa = nfa
         self.slicer = slicer  # byte set -> vocabulary slice id (-1: none)
         self.max_absorb = max_absorb  # longest token: absorb lengths are only needed up to it
-        self.utf8_upgrade: tuple[int, int] | None = None  # (ASCII slice, same + UTF-8 slice) ids
+        self._utf8_upgrade: tuple[int, int] | None = None  # (ASCII slice, same + UTF-8 slice) ids
+        self._utf8_runs = False
         self.sets: list[frozenset[int]] = []
         self.index: dict[frozenset[int], int] = {}
         cap = 64
@@ -60,7 +61,6 @@ class LazyDfa:
         self._slice_next: dict[int, tuple[int, int]] = {}  # dstate -> (slice id, target)
         self._utf8_checked: set[int] = set()
         self._utf8_pairs: dict[tuple[int, int], bool] = {}  # (state, next) -> characters step there
-        self.utf8_runs = False  # also check bounded runs (set when the vocabulary has many non-ASCII tokens)
         self._calls: dict[int, tuple[tuple[int, int], ...]] = {}  # dstate -> (rule, return dstate) pairs
         self._call_rets: dict[int, dict[int, list[int]]] = {}  # dstate -> rule -> NFA return states
         self.final_states = frozenset(nfa.rule_final)
@@ -75,7 +75,35 @@ class LazyDfa:
         if use_c:
             self._core = _dfa.Builder(nfa.byte_edges, nfa.eps, nfa.calls, nfa.rule_final, slicer is not None, max_absorb)
             self._core.bind(self)
+            self._core.set_utf8(-1, -1, False, UTF8_SEQUENCES)
+            if slice_sets is not None:  # the slicer's answers, computed in C (no Python call per byte set)
+                self._core.set_slices(slice_sets)
         self.rule_start = [self._state_of_closure((s,)) for s in nfa.rule_start]
+
+    @property
+    def utf8_upgrade(self) -> tuple[int, int] | None:
+        """(ASCII slice, same + UTF-8 slice) ids for `upgrade_to_utf8`; None: no upgrade."""
+        return self._utf8_upgrade
+
+    @utf8_upgrade.setter
+    def utf8_upgrade(self, ids: tuple[int, int] | None) -> None:
+        self._utf8_upgrade = ids
+        self._tell_core()
+
+    @property
+    def utf8_runs(self) -> bool:
+        """Also check bounded runs (set when the vocabulary has many non-ASCII tokens)."""
+        return self._utf8_runs
+
+    @utf8_runs.setter
+    def utf8_runs(self, on: bool) -> None:
+        self._utf8_runs = on
+        self._tell_core()
+
+    def _tell_core(self) -> None:
+        if self._core is not None:
+            ascii_id, text_id = self._utf8_upgrade if self._utf8_upgrade is not None else (-1, -1)
+            self._core.set_utf8(ascii_id, text_id, self._utf8_runs, UTF8_SEQUENCES)
 
     @property
     def num_states(self) -> int:
@@ -232,7 +260,9 @@ class LazyDfa:
         """The slice of d, first widened to string text with UTF-8 characters when every complete
         character takes d where a text byte does (a loop, or each step of a bounded run when
         `utf8_runs`: many non-ASCII tokens). Only worth its rows for a state a mask starts from,
-        so the walk's inner states keep the ASCII slice."""
+        so the walk's inner states keep the ASCII slice. The C builder has the same steps."""
+        if self._core is not None:
+            return self._core.upgrade_to_utf8(self, d)
         sid = self.slice_id(d)
         if self.utf8_upgrade is None or sid != self.utf8_upgrade[0] or d in self._utf8_checked:
             return sid

@@ -10,7 +10,7 @@ import numpy as np
 from grammar.dfa import FLAG_CALLS, FLAG_FINAL, UNKNOWN, LazyDfa
 from grammar.pda import States, advance, expand, is_complete
 from grammar.trie import TrieLevel
-from grammar.slices import TokenSlice, pack_bits
+from grammar.slices import pack_bits
 from grammar.vocab import MIN_SLICE_BYTES, Vocabulary
 
 try:
@@ -19,8 +19,8 @@ except ImportError:  # built by setup.py; without a C compiler the numpy walk be
     _walk = None
 
 
-_NO_BYTES = bytes(256)
-_HIGH_BYTES = bytes(1 if b >= 0x80 else 0 for b in range(128, 256))  # uint8 [128], bytes 0x80..0xFF
+_NO_CANDS = np.zeros(0, dtype=np.int32)
+ASCII_TEXT_SLICE = 0  # the first canonical slice (JSON string text), widened to UTF-8 by LazyDfa.upgrade_to_utf8
 
 
 def uses_c_walk() -> bool:
@@ -32,11 +32,12 @@ SMALL_NODES = 24      # below this many trie nodes and...
 SMALL_TOKENS = 96     # ...this many tokens under them, finish in Python
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class StateMask:
     """What one DFA state allows without looking at the stack: tokens consumed entirely in the
     DFA (`words`), and tokens that die in the DFA after passing a state where a call or return
-    could happen (`cand_*`: token id, byte position, DFA state there)."""
+    could happen (`cand_*`: token id, byte position, DFA state there). Never changed once made
+    (not frozen: a frozen dataclass costs a microsecond more per mask)."""
 
     words: np.ndarray  # int32 [num_words]
     cand_ids: np.ndarray  # int [num_cand]
@@ -44,50 +45,26 @@ class StateMask:
     cand_state: np.ndarray  # int [num_cand]
 
 
+def walk_tables(vocab: Vocabulary) -> object:
+    """The vocabulary's arrays as held by the C walk (made once per vocabulary)."""
+    tables = vocab.walk_tables
+    if tables is None:
+        slices = tuple((sl.set_bytes, sl.pure_flat, sl.root_pure_flat, sl.words) for sl in vocab.slice_list)
+        text = vocab.slice_list[vocab.utf8_text_slice]
+        first = text.in_set[:128].astype(np.uint8).tobytes()
+        tables = vocab.walk_tables = _walk.Tables(vocab.num_words, vocab.trie_arrays, slices, (
+            ASCII_TEXT_SLICE, text.id, first, text.first_ids, text.first_off, text.rest_words, text.multi_first_words))
+    return tables
+
+
 def state_mask_c(dfa: LazyDfa, vocab: Vocabulary, d: int, nonempty_stack: bool) -> StateMask:
     """The C walk of the flat trie (grammar/_walk.c); same result as `state_mask`."""
-    dfa.prepare(d)
-    sl = dfa.upgrade_to_utf8(d)
-    if sl >= 0:
-        root = vocab.slice_list[sl]
-        absorb = int(dfa.absorb[d])
-        words = root.words_upto(absorb).copy()
-        root_set, root_pure = root.set_bytes, root.root_pure_flat
-    else:
-        absorb = 0
-        words = np.zeros(vocab.num_words, dtype=np.int32)
-        root_set, root_pure = _NO_BYTES, vocab.slice_pures[0]
-    text = vocab.slice_list[vocab.utf8_text_slice]
-    first_set = _text_first_bytes(dfa, text, d, words) if sl != text.id else None
-    raw = _walk.walk(dfa, vocab.trie_arrays, vocab.slice_pures, d, nonempty_stack, words, absorb, root_set, root_pure,
-                     first_set or _NO_BYTES, text.set_bytes, text.root_pure_flat)
+    words = np.empty(vocab.num_words, np.int32)
+    raw = _walk.mask(vocab.walk_tables or walk_tables(vocab), dfa, vocab, d, nonempty_stack, words)
+    if raw is None:
+        return StateMask(words, _NO_CANDS, _NO_CANDS, _NO_CANDS)
     cands = np.frombuffer(raw, dtype=np.int32).reshape(-1, 3)  # [num_cand, (id, pos, state)]
     return StateMask(words, cands[:, 0], cands[:, 1], cands[:, 2])
-
-
-def _text_first_bytes(dfa: LazyDfa, text: TokenSlice, d: int, words: np.ndarray) -> bytes | None:
-    """A state sending most string-text bytes to a state that loops on string text (the first
-    character of a string, or of an extra property name that must differ from the declared
-    ones): OR in the tokens `b + text` for those first bytes b; returns the bytes (uint8 [256])."""
-    target = dfa.dominant_target(d)
-    if target is None or dfa.upgrade_to_utf8(target) != text.id:
-        return None
-    firsts = (dfa.trans[d, :128] == target) & text.in_set[:128]  # [128]
-    taken = np.nonzero(firsts)[0].tolist()
-    missing = np.nonzero(text.in_set[:128] & ~firsts)[0].tolist()
-    if not taken:
-        return None
-    if not missing:
-        words |= text.rest_words
-    elif len(missing) < len(taken):
-        words |= text.rest_words & ~np.bitwise_or.reduce([text.first_words[b] for b in missing])
-    else:
-        words |= np.bitwise_or.reduce([text.first_words[b] for b in taken])
-    high = bytes(128)
-    if dfa.utf8_to(d, target):  # a first character of several bytes goes there too
-        words |= text.multi_first_words
-        high = _HIGH_BYTES
-    return firsts.astype(np.uint8).tobytes() + high
 
 
 def _step(dfa: LazyDfa, states: np.ndarray, cols: np.ndarray) -> np.ndarray:

@@ -75,7 +75,7 @@ class TokenSlice:
     state); `pure` is the per-depth form (numpy walk)."""
 
     __slots__ = ("id", "in_set", "utf8", "set_bytes", "words", "pure_flat", "root_pure_flat", "_pure", "_vocab", "_ok",
-                 "_upto", "rest_words", "first_words", "multi_first_words")
+                 "_upto", "rest_words", "first_ids", "first_off", "multi_first_words")
 
     def __init__(self, slice_id: int, in_set: np.ndarray, vocab: Vocabulary, utf8: bool = False) -> None:
         self.id = slice_id
@@ -116,15 +116,16 @@ class TokenSlice:
         self._upto: dict[int, np.ndarray] = {}
         self.words = self._pack(ok)
         self.rest_words = np.zeros(vocab.num_words, dtype=np.int32)
-        self.first_words: dict[int, np.ndarray] = {}
+        self.first_ids = np.zeros(0, dtype=np.int32)  # token ids b + text, grouped by first byte b
+        self.first_off = np.zeros(129, dtype=np.int32)  # [129]: byte b's ids are first_ids[off[b]:off[b + 1]]
         self.multi_first_words = self.rest_words
         if utf8:
             self._first_byte_words(member, vocab)
             self.multi_first_words = self._pack(ok & (vocab.first_byte >= 0x80))  # first char non-ASCII
 
     def _first_byte_words(self, member: np.ndarray, vocab: Vocabulary) -> None:
-        """Per ASCII byte b of the set: the tokens b + (slice text); for a state that sends b to a
-        state looping on the slice. `rest_words` is their union."""
+        """Per ASCII byte b of the set: the tokens b + (slice text), for a state that sends b to a
+        state looping on the slice (`first_ids` from `first_off[b]`); `rest_words` is their union."""
         rest_ok = np.zeros(len(vocab.lens), dtype=bool)
         path_ok = np.ones(1, dtype=bool)
         for depth, lv in enumerate(vocab.trie):
@@ -137,9 +138,9 @@ class TokenSlice:
             rest_ok[lv.token_row[ends]] = path_ok[ends] & (u8[ends] == 0)
         if len(vocab.dup_rows):
             rest_ok[vocab.dup_rows] = rest_ok[vocab.dup_first]
-        first = vocab.first_byte
-        for b in np.nonzero(self.in_set[:0x80])[0].tolist():
-            self.first_words[b] = self._pack(rest_ok & (first == b))
+        rows = np.nonzero(rest_ok)[0]  # sorted rows: grouped by first byte already
+        self.first_ids = vocab.sorted_ids[rows].astype(np.int32)
+        self.first_off = np.searchsorted(vocab.first_byte[rows], np.arange(129)).astype(np.int32)
         self.rest_words = self._pack(rest_ok)
 
     def _pack(self, rows: np.ndarray) -> np.ndarray:

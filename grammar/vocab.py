@@ -73,6 +73,7 @@ class Vocabulary:
         self._build_arrays()
         self.cache: dict[tuple[Any, ...], Any] = {}
         self._view: tuple[Any, np.ndarray] | None = None  # (bitmask tensor, its numpy view)
+        self.walk_tables: Any = None  # grammar._walk.Tables, made by grammar/masks.py for the first C mask
         self.cache_lock = threading.Lock()
 
     def _build_arrays(self) -> None:
@@ -112,6 +113,8 @@ class Vocabulary:
                 in_set[lo : hi + 1] = True
             self.slice_for(in_set)
         self.num_canonical = len(self.slice_list)
+        # their byte sets as 32-byte bitsets (bit c of byte c >> 3): canonical_slice in C (grammar/_dfa.c)
+        self.canonical_sets = b"".join(np.packbits(sl.in_set, bitorder="little").tobytes() for sl in self.slice_list)
         # JSON string text including every complete UTF-8 character (for states that loop on it)
         self.utf8_levels = utf8_levels(self.trie)  # per depth: int8 [num_nodes] decoder state
         self.utf8_state = utf8_states(self.flat, self.utf8_levels)  # int8 [num_nodes], flat order

@@ -138,6 +138,38 @@ def test_utf8_sequences_agree_on_text_loops():
     assert c._core.utf8_to(c, 0, 0, UTF8_SEQUENCES) in (True, False)
 
 
+UTF8_SCHEMAS = [
+    {"type": "object", "properties": {"s": {"type": "string", "maxLength": 5}}},
+    {"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": {"type": "string"}},
+    {"type": "array", "items": {"type": "string", "minLength": 2, "maxLength": 12}},
+    {"type": "object", "properties": {"n": {"type": "integer"}, "e": {"enum": ["x y", "é"]}}},
+]
+
+
+@needs_dfa_c
+@pytest.mark.parametrize("runs", [False, True])
+@pytest.mark.parametrize("schema", UTF8_SCHEMAS)
+def test_utf8_upgrade_and_slicer_in_c_agree(schema, runs):
+    """The builder's upgrade_to_utf8 and its slicer from byte sets (set_slices) against the Python
+    path with the vocabulary's slicer: the same slices, state by state, and the same state ids."""
+    vocab = byte_vocab()
+    nfa = build_nfa(compile_schema_to_grammar(schema, "compact"))
+    py = LazyDfa(nfa, vocab.canonical_slice, 16, use_c=False)
+    c = LazyDfa(nfa, vocab.canonical_slice, 16, use_c=True, slice_sets=vocab.canonical_sets)
+    for dfa in (py, c):
+        dfa.utf8_upgrade, dfa.utf8_runs = (0, vocab.utf8_text_slice), runs
+    upgraded = 0
+    d = 0
+    while d < min(py.num_states, 1500):
+        assert py.upgrade_to_utf8(d) == c.upgrade_to_utf8(d), d
+        assert py.num_states == c.num_states
+        upgraded += py.slice_of[d] == vocab.utf8_text_slice
+        _same_state(py, c, d)
+        d += 1
+    if "additionalProperties" in schema:  # free string text loops: upgraded
+        assert upgraded
+
+
 @needs_dfa_c
 def test_builder_rejects_bad_input():
     with pytest.raises(ValueError):
@@ -203,8 +235,8 @@ def test_byte_vocab_masks_equal_the_python_rows(text):
 @needs_dfa_c
 @pytest.mark.skipif(not grammar.masks.uses_c_walk(), reason="grammar._walk not built")
 def test_the_walk_builds_rows_in_c_without_calling_python(monkeypatch):
-    """Inside the trie walk and the byte run, missing rows come from the builder's capsule: the
-    Python row methods are only called by the mask code around the walk (once per walk)."""
+    """Inside the mask walk and the byte run, rows, slices and the UTF-8 upgrade come from the
+    builder's capsule: no Python method of the LazyDfa is called."""
     rng = random.Random(0)
     alphabet = [b'"', b"{", b"}", b":", b",", b"a", b"b", b"k", b"1", b"2", b"-", b" "]
     tokens = list(alphabet) + [b'{"', b'{"ka', b'{"kab":12', b'{"ka":"ab', b'":"', b'":1', b'12,"']
@@ -212,23 +244,19 @@ def test_the_walk_builds_rows_in_c_without_calling_python(monkeypatch):
     vocab = grammar.Vocabulary(tokens + [None], [len(tokens)], len(tokens) + 3)
     schema = {"type": "object", "properties": {"kab": {"type": "integer"}, "ka": {"type": "string"}}, "required": ["ka"]}
     g = CompiledGrammar(compile_schema_to_grammar(schema, "compact"), vocab)
-    calls = {"prepare": 0}
-    real_prepare = LazyDfa.prepare
 
-    def counting_prepare(self, d):
-        calls["prepare"] += 1
-        real_prepare(self, d)
+    def no_python(self, *args):
+        raise AssertionError("the walk called the LazyDfa's Python methods")
 
-    def no_python_rows(self, d):
-        raise AssertionError("a row was built through Python")
-
-    monkeypatch.setattr(LazyDfa, "prepare", counting_prepare)
-    monkeypatch.setattr(LazyDfa, "compute_row", no_python_rows)
+    for name in ("prepare", "compute_row", "upgrade_to_utf8", "utf8_to", "_slice_bytes"):
+        monkeypatch.setattr(LazyDfa, name, no_python)
     m = g.matcher()
     before = g.dfa.num_states
     g.mask(m.state)
     assert g.dfa.num_states > before + 8  # rows of the states `{"ka":"ab` passes, built by the walk
-    assert calls["prepare"] <= 2
+    assert m.accept_bytes(b'{"ka":"')
+    g.mask(m.state)  # string text: the UTF-8 upgrade and the text first bytes, in C too
+    assert g.dfa.slice_of[next(iter(m.state))[1]] == vocab.utf8_text_slice
     before = g.dfa.num_states
     data = b'{"kab":-2,"ka":"b'
     state, pos = grammar.masks._walk.run(g.dfa, g.dfa.rule_start[0], data, 0, False)  # the byte run: rows in C too

@@ -142,3 +142,37 @@ def test_text_shortcuts_match_brute_force(schema, prefix, utf8_runs, monkeypatch
     want = _brute(g, m.state)
     assert _bits(g.mask(m.state), vocab) == want
     assert _numpy_mask(g, m.state, monkeypatch) == want
+
+
+@needs_c
+def test_tokens_deeper_than_the_walks_stack_arrays(monkeypatch):
+    """A token longer than the walk keeps on the C stack (1024 bytes): the per-depth arrays
+    move to the heap and the mask is still exact."""
+    tokens = [b"a", b"b", b"ab", b"a" * 1500, b"a" * 1499 + b"b", b"ab" * 700, b"a" * 1100 + b"c"]
+    vocab = grammar.Vocabulary(tokens, [len(tokens)], len(tokens) + 1)
+    g = CompiledGrammar(grammar.ir.Grammar({"start": regex_to_node(r"a*b?")}), vocab)
+    m = g.matcher()
+    want = _brute(g, m.state)
+    assert want == {0, 1, 2, 3, 4, len(tokens)}
+    assert _bits(g.mask(m.state), vocab) == want == _numpy_mask(g, m.state, monkeypatch)
+
+
+@needs_c
+def test_walk_tables_reject_bad_input():
+    vocab = _random_vocab(0, size=50)
+    tables = masks.walk_tables(vocab)
+    g = _grammars(vocab)[0]
+    d = g.dfa.rule_start[0]
+    with pytest.raises(ValueError):
+        masks._walk.mask(tables, g.dfa, vocab, d, False, np.empty(vocab.num_words + 1, np.int32))
+    with pytest.raises(TypeError):
+        masks._walk.mask(vocab, g.dfa, vocab, d, False, np.empty(vocab.num_words, np.int32))
+    trie = list(vocab.trie_arrays)
+    bad_end = trie[2].copy()
+    bad_end[0] = 0
+    text = (0, vocab.utf8_text_slice, bytes(128), np.zeros(0, np.int32), np.zeros(129, np.int32),
+            vocab.eos_words, vocab.eos_words)
+    with pytest.raises(ValueError):
+        masks._walk.Tables(vocab.num_words, tuple(trie[:2] + [bad_end] + trie[3:]), (), text)
+    with pytest.raises(ValueError):
+        masks._walk.Tables(vocab.num_words, tuple(trie), (), text)  # the text slice is missing
