@@ -12,14 +12,17 @@ ANNOTATIONS = frozenset({
     "deprecated", "readOnly", "writeOnly", "$defs", "definitions", "contentMediaType",
     "contentEncoding", "$anchor", "discriminator", "markdownDescription", "xml", "externalDocs",
 })
+DEPENDENCY_KEYS = ("dependencies", "dependentRequired", "dependentSchemas")
+# Internal keyword: a oneOf whose branches only require properties, as a list of groups (lists
+# of required lists), each group satisfied by exactly one of its required lists.
+ONE_OF_REQUIRED = "@oneOfRequired"
 SUPPORTED = frozenset({
     "type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "properties", "required",
     "additionalProperties", "items", "prefixItems", "additionalItems", "minItems", "maxItems",
     "minLength", "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum",
     "exclusiveMaximum", "multipleOf", "nullable", "uniqueItems", "minProperties", "maxProperties",
-    "patternProperties", "not", "dependencies", "dependentRequired", "dependentSchemas",
+    "patternProperties", "not", "dependencies", "dependentRequired", "dependentSchemas", ONE_OF_REQUIRED,
 })
-DEPENDENCY_KEYS = ("dependencies", "dependentRequired", "dependentSchemas")
 UNSUPPORTED = frozenset({
     "if", "then", "else",
     "propertyNames", "contains", "minContains", "maxContains",
@@ -116,6 +119,8 @@ def _merge_two(a: dict[str, Any], b: dict[str, Any], where: str) -> dict[str, An
             out[key] = max(old, value)
         elif key in _MAX_KEYS:
             out[key] = min(old, value)
+        elif key == ONE_OF_REQUIRED:
+            out[key] = old + value
         elif key in DEPENDENCY_KEYS and isinstance(old, dict) and isinstance(value, dict):
             out[key] = _merge_dependencies(old, value, where, key)
         elif key == "not":  # not A and not B == not (A or B)
@@ -234,6 +239,26 @@ def _resolve(root: Any, schema: Any) -> Any:
         except GrammarError:
             return None
     return schema
+
+
+def required_only(root: Any, branches: list[Any]) -> list[list[str]] | None:
+    """The required lists of oneOf branches that say nothing but `required`, else None."""
+    lists = []
+    for branch in branches:
+        branch = _resolve(root, branch)
+        if not isinstance(branch, dict):
+            return None
+        rest = {k: v for k, v in branch.items() if k not in ANNOTATIONS}
+        required = rest.get("required", [])
+        if rest.keys() - {"required"} or not isinstance(required, list) or not all(isinstance(r, str) for r in required):
+            return None
+        lists.append(required)
+    return lists
+
+
+def one_of_required(schema: dict[str, Any], where: str) -> list[list[frozenset[str]]]:
+    """The exactly-one groups a oneOf of `required` branches left on this object schema."""
+    return [[frozenset(r) for r in group] for group in schema.get(ONE_OF_REQUIRED, [])]
 
 
 def one_of_disjoint(root: Any, branches: list[Any], rest: dict[str, Any], where: str) -> bool:

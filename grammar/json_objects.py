@@ -7,7 +7,8 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from grammar.ir import EMPTY, NOTHING, GrammarError, Graph, Node, Repeat, alt, lit, node_size, opt, seq
-from grammar.json_merge import ANNOTATIONS
+from grammar.json_merge import ANNOTATIONS, one_of_required
+from grammar.json_presence import Presence, check_declared, dependencies, escape, presence_graph
 from grammar.json_text import json_char, key_excluding, quoted
 from grammar.regex import regex_to_node
 
@@ -44,24 +45,23 @@ def object_node(sc: "SchemaCompiler", schema: dict[str, Any], where: str) -> Nod
                 return NOTHING
             names.append(name)
     ws = sc.ws
-    deps = _dependencies(schema, names, extra_schema, where)
+    rule = Presence(dependencies(schema, where, ANNOTATIONS), one_of_required(schema, where))
     members: list[tuple[Node, bool]] = []
     member_names: list[str] = []
     for name in names:
         sub = props[name] if name in props else extra_schema
-        value = sc.node(sub, f"{where}/properties/{_escape(name)}")
+        value = sc.node(sub, f"{where}/properties/{escape(name)}")
         member = seq(lit(json.dumps(name, ensure_ascii=False)), ws, lit(":"), ws, value)
         if value == NOTHING:
             if name in required:
                 return NOTHING
-            deps = _without(deps, name)
             continue
         members.append((member, name in required))
         member_names.append(name)
     extra: Node | None = None
     patterns = _effective_patterns(schema, extra_schema, names, where)
     if patterns:
-        value = sc.node(next(iter(patterns.values())), f"{where}/patternProperties/{_escape(next(iter(patterns)))}")
+        value = sc.node(next(iter(patterns.values())), f"{where}/patternProperties/{escape(next(iter(patterns)))}")
         keys = alt(*[quoted(regex_to_node(p, json_char, f"{where}/patternProperties", search=True)) for p in patterns])
         if value != NOTHING:
             extra = seq(keys, ws, lit(":"), ws, value)
@@ -70,10 +70,11 @@ def object_node(sc: "SchemaCompiler", schema: dict[str, Any], where: str) -> Nod
         if value != NOTHING:
             extra = seq(key_excluding(names, sc.char), ws, lit(":"), ws, value)
     comma = seq(ws, lit(","), ws)
-    if deps:
+    if rule:
         if "minProperties" in schema or "maxProperties" in schema:
-            raise GrammarError(f"{where}/minProperties: not supported together with property dependencies")
-        body = _dependent_members_graph(members, member_names, extra, comma, deps, where)
+            raise GrammarError(f"{where}/minProperties: not supported together with dependencies or a oneOf of required")
+        check_declared(rule, names, extra is not None, where)
+        body = presence_graph(members, member_names, extra, comma, rule, where)
     elif not members and extra is not None and ("minProperties" in schema or "maxProperties" in schema):
         body = _counted(extra, comma, _count(schema, "minProperties", where) or 0, _count(schema, "maxProperties", where))
     else:
@@ -84,105 +85,6 @@ def object_node(sc: "SchemaCompiler", schema: dict[str, Any], where: str) -> Nod
         else:
             body = _counted_members_graph(members, extra, comma, lo, hi, where)
     return seq(lit("{"), ws, body, ws, lit("}")) if body != NOTHING else NOTHING
-
-
-def _dependencies(schema: dict[str, Any], names: list[str], extra_schema: Any, where: str) -> dict[str, set[str]]:
-    """`dependentRequired`, and `dependencies`/`dependentSchemas` in their property-list (or
-    `required`-only schema) form, as trigger -> properties it needs; only declared properties
-    may take part (a trigger that can never appear is dropped)."""
-    deps: dict[str, set[str]] = {}
-    for key in ("dependencies", "dependentRequired", "dependentSchemas"):
-        table = schema.get(key)
-        if table is None:
-            continue
-        here = f"{where}/{key}"
-        if not isinstance(table, dict):
-            raise GrammarError(f"{here}: must be an object")
-        for trigger, need in table.items():
-            at = f"{here}/{_escape(trigger)}"
-            if isinstance(need, dict) and key != "dependentRequired":
-                rest = {k: v for k, v in need.items() if k not in ANNOTATIONS}
-                if rest.keys() - {"required"}:
-                    raise GrammarError(f"{at}: only dependencies that require properties are supported")
-                need = rest.get("required", [])
-            elif need is True and key != "dependentRequired":
-                need = []
-            if not isinstance(need, list) or not all(isinstance(n, str) for n in need):
-                raise GrammarError(f"{at}: must be an array of property names")
-            if trigger not in names:
-                if extra_schema is False:
-                    continue  # the trigger never appears
-                raise GrammarError(f"{at}: dependencies of undeclared properties are not supported")
-            for n in need:
-                if n not in names:
-                    if extra_schema is not False:
-                        raise GrammarError(f"{at}: dependencies on undeclared properties are not supported")
-            deps.setdefault(trigger, set()).update(n for n in need if n != trigger)
-    return {t: need for t, need in deps.items() if need}
-
-
-def _without(deps: dict[str, set[str]], name: str) -> dict[str, set[str]]:
-    """The dependencies once `name` can never appear: a trigger needing it cannot appear either
-    (kept with an impossible need, the name itself, which the graph never emits)."""
-    return {t: need for t, need in deps.items() if t != name}
-
-
-def _dependent_members_graph(members: list[tuple[Node, bool]], names: list[str], extra: Node | None, comma: Node,
-                             deps: dict[str, set[str]], where: str) -> Node:
-    """`_members_graph` for objects with property dependencies: state (i, S, some) is at member
-    i with S the involved properties emitted so far and `some` whether any member was. A member
-    is emitted only if the properties it needs that come before it were, and skipped only if no
-    emitted property needs it; each member is built once per S, so S is bounded."""
-    involved = set(deps) | set().union(*deps.values())
-    position = {n: i for i, n in enumerate(names)}
-    needs = {n: deps.get(n, set()) for n in names}
-    needed_by = {n: {t for t, need in deps.items() if n in need} for n in names}
-    missing = [n for n in involved if n not in position]  # undeclared ones under additionalProperties false
-    ids: dict[tuple, int] = {}
-    edges: list[tuple[int, int, Node | None]] = []
-
-    def node(key: tuple) -> int:
-        if key not in ids:
-            ids[key] = len(ids)
-            todo.append(key)
-        return ids[key]
-
-    todo: list[tuple] = []
-    node(("at", 0, frozenset(), False))
-    size = sum(node_size(m, {}, {}) for m, _ in members)
-    copies = 0
-    while todo:
-        key = todo.pop()
-        if key[0] != "at":
-            continue
-        _, i, emitted, some = key
-        here = ids[key]
-        if i == len(members):
-            edges.append((here, node(("end",)), None))
-            if extra is not None:
-                edges.append((here, node(("pre_extra",)), comma if some else None))
-            continue
-        member, req = members[i]
-        name = names[i]
-        earlier = {n for n in needs[name] if n in missing or position.get(n, len(names)) < i}
-        if earlier <= emitted:
-            pre_key = ("pre", i, emitted)
-            if pre_key not in ids:
-                copies += 1
-                if copies * size > MAX_COUNTED_SIZE:
-                    raise GrammarError(f"{where}/dependencies: too many combinations of dependent properties")
-                pre = node(pre_key)
-                after = emitted | {name} if name in involved else emitted
-                edges.append((pre, node(("at", i + 1, after, True)), member))
-            edges.append((here, ids[pre_key], comma if some else None))
-        if not req and not (needed_by[name] & emitted):
-            edges.append((here, node(("at", i + 1, emitted, some)), None))
-    if extra is not None and ("pre_extra",) in ids:
-        rest = node(("rest_extra",))
-        edges += [(ids[("pre_extra",)], rest, extra), (rest, ids[("pre_extra",)], comma), (rest, node(("end",)), None)]
-    if ("end",) not in ids:
-        return NOTHING
-    return Graph(len(ids), tuple(edges), (ids[("end",)],))
 
 
 def _counted(member: Node, comma: Node, lo: int, hi: int | None) -> Node:
@@ -212,11 +114,11 @@ def _effective_patterns(schema: dict[str, Any], extra_schema: Any, names: list[s
         try:
             rx = re.compile(pattern)
         except re.error as exc:
-            raise GrammarError(f"{here}/{_escape(pattern)}: invalid pattern ({exc})") from None
+            raise GrammarError(f"{here}/{escape(pattern)}: invalid pattern ({exc})") from None
         if extra_schema is False:
             for name in names:
                 if rx.search(name):
-                    raise GrammarError(f"{here}/{_escape(pattern)}: a pattern that matches the declared property "
+                    raise GrammarError(f"{here}/{escape(pattern)}: a pattern that matches the declared property "
                                        f"{name!r} is not supported")  # fmt: skip
     def canonical(s: Any) -> str:
         return "true" if s == {} else json.dumps(s, sort_keys=True)
@@ -289,8 +191,6 @@ def _counted_members_graph(members: list[tuple[Node, bool]], extra: Node | None,
     return Graph(end + 1, tuple(edges), (end,))
 
 
-def _escape(name: str) -> str:
-    return name.replace("~", "~0").replace("/", "~1")
 
 
 def array_node(sc: "SchemaCompiler", schema: dict[str, Any], where: str) -> Node:

@@ -7,7 +7,8 @@ import math
 from typing import Any
 
 from grammar.ir import NOTHING, Grammar, GrammarError, Node, Ref, alt, lit
-from grammar.json_merge import ANNOTATIONS, check_keywords, merge_all, one_of_disjoint, resolve_pointer
+from grammar.json_merge import (ANNOTATIONS, ONE_OF_REQUIRED, check_keywords, merge_all, one_of_disjoint,
+                                 required_only, resolve_pointer)
 from grammar.json_numbers import integer_node, number_node
 from grammar.json_objects import array_node, object_node
 from grammar.json_text import ANY_VALUE, add_any_value, any_json_char, json_literal, quoted, string_body, whitespace
@@ -155,7 +156,11 @@ class SchemaCompiler:
             raise GrammarError(f"{where}/{key}: must be a non-empty array")
         rest = {k: v for k, v in schema.items() if k != key}
         if key == "oneOf" and not one_of_disjoint(self.root, branches, rest, f"{where}/oneOf"):
-            raise GrammarError(f"{where}/oneOf: branches may overlap (only provably exclusive oneOf is supported)")
+            required = required_only(self.root, branches)
+            if required is None:
+                raise GrammarError(f"{where}/oneOf: branches may overlap (only provably exclusive oneOf, or one "
+                                   f"whose branches only require properties, is supported)")  # fmt: skip
+            return self.node(self.one_of_required(rest, required, where), where)
         # Properties are emitted in document order: the branch's first when the combinator
         # comes before the sibling properties (also after an allOf merge, which keeps part order).
         keys = list(schema)
@@ -168,6 +173,19 @@ class SchemaCompiler:
             else:
                 nodes.append(self.node({"allOf": [branch, rest] if branch_first else [rest, branch]}, sub))
         return alt(*nodes)
+
+    def one_of_required(self, rest: dict[str, Any], required: list[list[str]], where: str) -> Any:
+        """`rest` as an object whose present properties satisfy exactly one required list. A
+        non-object satisfies every branch, so with two or more branches it satisfies none."""
+        if "$ref" in rest or "allOf" in rest:
+            rest = merge_all(self.root, rest, where)
+            if rest is False:
+                return False
+        kinds = self.types(rest, where) if "type" in rest else ["object"]
+        if "object" not in kinds:
+            return False
+        rest = {k: v for k, v in rest.items() if k != "nullable"}
+        return {**rest, "type": "object", ONE_OF_REQUIRED: [required]}
 
     def enum(self, schema: dict[str, Any], where: str) -> Node:
         import jsonschema

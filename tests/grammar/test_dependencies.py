@@ -4,13 +4,14 @@ exhaustively against jsonschema over every subset of the keys, emitted in declar
 from __future__ import annotations
 
 import json
+import random
 
 import jsonschema
 import pytest
 
 import grammar
 from tests.grammar.conftest import byte_vocab
-from tests.grammar.helpers import accepts_text
+from tests.grammar.helpers import accepts_text, allowed
 
 VOCAB = byte_vocab()
 PROPS = {k: {"type": "integer"} for k in "abcd"}
@@ -81,11 +82,77 @@ def test_flexible_whitespace_and_nesting():
 @pytest.mark.parametrize("schema, pointer", [
     ({"type": "object", "properties": PROPS, "dependentSchemas": {"a": {"properties": {"b": {"type": "string"}}}}},
      "/dependentSchemas/a"),
-    ({"type": "object", "properties": PROPS, "dependentRequired": {"a": ["zz"]}}, "/dependentRequired/a"),
-    ({"type": "object", "properties": PROPS, "dependentRequired": {"zz": ["a"]}}, "/dependentRequired/zz"),
+    ({"type": "object", "properties": PROPS, "dependentRequired": {"a": ["zz"]}}, "'zz' is not declared"),
+    ({"type": "object", "properties": PROPS, "dependentRequired": {"zz": ["a"]}}, "'zz' is not declared"),
     ({"type": "object", "properties": PROPS, "dependentRequired": {"a": "b"}}, "/dependentRequired/a"),
     ({"type": "object", "properties": PROPS, "dependentRequired": {"a": ["b"]}, "minProperties": 1}, "/minProperties"),
 ])  # fmt: skip
 def test_unsupported_dependencies_raise_with_their_pointer(schema, pointer):
     with pytest.raises(grammar.GrammarError, match=pointer):
         grammar.compile_json_schema(schema, VOCAB)
+
+
+ONE_OF_TABLES = [
+    [["a"], ["b"]],
+    [["a"], ["b", "c"], ["c", "d"]],  # overlapping required sets
+    [["a", "b"], ["a"]],  # one contains the other: only a without b
+    [[], ["d"]],  # an empty branch: d must be absent
+    [["c"], ["a"], ["d"], ["b"]],
+]
+
+
+@pytest.mark.parametrize("branches", ONE_OF_TABLES)
+@pytest.mark.parametrize("extra", [True, False])
+def test_one_of_required_branches_agree_with_jsonschema(branches, extra):
+    _agrees({"type": "object", "properties": PROPS, "additionalProperties": extra,
+             "oneOf": [{"required": r, "title": "t"} for r in branches]})  # fmt: skip
+
+
+def test_one_of_required_with_dependencies_and_refs():
+    _agrees({"$defs": {"wa": {"required": ["a"]}, "base": {"type": "object", "properties": PROPS}},
+             "allOf": [{"$ref": "#/$defs/base"}], "dependentRequired": {"b": ["c"]},
+             "oneOf": [{"$ref": "#/$defs/wa"}, {"required": ["b"]}]})  # fmt: skip
+
+
+def test_one_of_required_excludes_non_objects():
+    """A non-object satisfies every `required` branch, so with two branches none is valid."""
+    schema = {"type": ["object", "null", "integer"], "properties": PROPS, "oneOf": [{"required": ["a"]}, {"required": ["b"]}]}
+    g = grammar.compile_json_schema(schema, VOCAB)
+    assert not accepts_text(g, "null") and not accepts_text(g, "1")
+    assert accepts_text(g, '{"a":1}') and not accepts_text(g, '{"a":1,"b":2}')
+    assert not jsonschema.Draft202012Validator(schema).is_valid(None)
+
+
+def test_one_of_required_nested_in_items_and_unsatisfiable():
+    schema = {"type": "array", "items": {"type": "object", "properties": PROPS, "additionalProperties": False,
+                                         "oneOf": [{"required": ["a"]}, {"required": ["zz"]}]}}  # fmt: skip
+    g = grammar.compile_json_schema(schema, VOCAB)
+    assert accepts_text(g, '[{"a":1},{"a":2,"b":3}]')
+    assert not accepts_text(g, '[{"b":1}]')
+    with pytest.raises(grammar.GrammarError, match="'zz' is not declared"):
+        grammar.compile_json_schema({"type": "object", "properties": PROPS, "oneOf": [{"required": ["a"]}, {"required": ["zz"]}]}, VOCAB)
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "object", "properties": PROPS, "oneOf": [{"required": ["a", "b"]}, {"required": ["a"]}, {"required": ["d"]}]},
+    {"type": "object", "properties": PROPS, "additionalProperties": False, "dependentRequired": {"d": ["a"], "b": ["d"]}},
+])  # fmt: skip
+def test_every_allowed_prefix_can_be_completed(schema):
+    """Random walks under the mask: the mask is never empty before EOS (no dead state left
+    after pruning), and every completed output is valid."""
+    g = grammar.compile_json_schema(schema, VOCAB)
+    eos = VOCAB.eos_token_ids[0]
+    rng = random.Random(3)
+    for _ in range(60):
+        m, out = g.matcher(), b""
+        for _ in range(400):
+            options = sorted(allowed(m, VOCAB))
+            assert options, out
+            if eos in options and (rng.random() < 0.3 or len(out) > 60 or options == [eos]):
+                break
+            small = [t for t in options if t != eos and (len(out) < 60 or t in b'}",')] or [t for t in options if t != eos]
+            token = rng.choice(small)
+            assert m.accept(token)
+            out += bytes([token])
+        assert m.accept(eos), out
+        assert jsonschema.Draft202012Validator(schema).is_valid(json.loads(out)), out
