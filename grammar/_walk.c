@@ -361,9 +361,9 @@ typedef struct {
     Py_ssize_t len, cap;
 } Vec;
 
-static int vec_push3(Vec *v, int32_t a, int32_t b, int32_t c) {
-    if (v->len + 3 > v->cap) {
-        Py_ssize_t cap = v->cap ? v->cap * 2 : 768;
+static int vec_push4(Vec *v, int32_t a, int32_t b, int32_t c, int32_t e) {
+    if (v->len + 4 > v->cap) {
+        Py_ssize_t cap = v->cap ? v->cap * 2 : 1024;
         int32_t *p = realloc(v->data, cap * sizeof(int32_t));
         if (!p) { PyErr_NoMemory(); return -1; }
         v->data = p;
@@ -372,6 +372,7 @@ static int vec_push3(Vec *v, int32_t a, int32_t b, int32_t c) {
     v->data[v->len++] = a;
     v->data[v->len++] = b;
     v->data[v->len++] = c;
+    v->data[v->len++] = e;
     return 0;
 }
 
@@ -443,29 +444,42 @@ static int text_first(Tables *tb, Dfa *d, long s, uint32_t *words, Start *start)
     return 0;
 }
 
-/* Walk the trie from state `from`: OR into words the tokens consumed entirely inside the DFA,
- * push (token id, byte position, state) for tokens that die after passing a state where a call
- * or (with a non-empty stack) a return could happen.  Subtrees the start slice or the text
- * first bytes already put in words, and subtrees a state's slice absorbs whole, are skipped.
- * Depth-first through each node's child list; per depth k (arrays of max_depth + 1): the state
- * after k bytes, where a call/return was first possible, whether the prefix is still in the start
- * slice / the text after a first byte, and the cursor and end in the child list being tried. */
-static int walk_trie(Tables *tb, Dfa *d, long from, int nonempty, uint32_t *words, const Start *start, Vec *cands,
-                     int32_t *st, int32_t *esc_pos, int32_t *esc_st, uint8_t *inroot, uint8_t *infc, int32_t *cur, int32_t *lim) {
+/* Per trie depth k (max_depth + 1 of each), during one walk: the state after k bytes, where a
+ * call/return was first possible (position, state), the node at depth k, the cursor and end in
+ * the child list being tried, and whether the prefix is still in the start slice / in the text
+ * after a first byte. */
+typedef struct {
+    int32_t *st, *esc_pos, *esc_st, *nd, *cur, *lim;
+    uint8_t *inroot, *infc;
+} Scratch;
+
+#define SCRATCH_INTS 6
+
+/* Walk the subtree of `node` (-1: the whole trie; a node at depth `depth0`) from state `from`:
+ * OR into words the tokens consumed entirely inside the DFA, push (token id, byte position,
+ * state, node there) for tokens that die after passing a state where a call or (with a
+ * non-empty stack) a return could happen.  Subtrees the start slice or the text first bytes
+ * already put in words, and subtrees a state's slice absorbs whole, are skipped.  Depth-first
+ * through each node's child list (the children lie a subtree apart in the DFS arrays). */
+static int walk_trie(Tables *tb, Dfa *d, long from, Py_ssize_t node, int depth0, int nonempty, uint32_t *words,
+                     const Start *start, Vec *cands, const Scratch *sc) {
     const uint8_t *root_set = start->root_set, *rpure = start->root_pure, *fc = start->fc;
     const int32_t *tend = tb->tend, *tlo = tb->tlo, *ids = tb->ids, *theight = tb->theight, *kid_off = tb->kid_off;
     const uint32_t *kids = tb->kids;
     const Slice *text = &tb->slices[tb->text_id];
     const uint8_t *fm = text->set, *fpure = text->root_pure;
-    st[0] = (int32_t)from;
-    esc_pos[0] = -1;
-    esc_st[0] = 0;
-    inroot[0] = root_set != NULL;
-    infc[0] = 0;
-    int k = 1;
-    cur[1] = kid_off[0];
-    lim[1] = kid_off[1];
-    while (k > 0) {
+    int32_t *st = sc->st, *esc_pos = sc->esc_pos, *esc_st = sc->esc_st, *nd = sc->nd, *cur = sc->cur, *lim = sc->lim;
+    uint8_t *inroot = sc->inroot, *infc = sc->infc;
+    st[depth0] = (int32_t)from;
+    esc_pos[depth0] = -1;
+    esc_st[depth0] = 0;
+    nd[depth0] = (int32_t)node;
+    inroot[depth0] = root_set != NULL;
+    infc[depth0] = 0;
+    int k = depth0 + 1;
+    cur[k] = kid_off[node + 1];
+    lim[k] = kid_off[node + 2];
+    while (k > depth0) {
         if (cur[k] == lim[k]) { k--; continue; }
         const uint32_t kid = kids[cur[k]++];
         const Py_ssize_t i = kid >> 8;
@@ -479,7 +493,7 @@ static int walk_trie(Tables *tb, Dfa *d, long from, int nonempty, uint32_t *word
         if (t < 0) {
             if (esc_pos[k - 1] >= 0)
                 for (int32_t r = tlo[i]; r < tlo[tend[i]]; r++)
-                    if (vec_push3(cands, ids[r], esc_pos[k - 1], esc_st[k - 1]) < 0) return -1;
+                    if (vec_push4(cands, ids[r], esc_pos[k - 1], esc_st[k - 1], nd[esc_pos[k - 1]]) < 0) return -1;
             continue;
         }
         const Py_ssize_t e = tend[i];
@@ -505,6 +519,7 @@ static int walk_trie(Tables *tb, Dfa *d, long from, int nonempty, uint32_t *word
         st[k] = t;
         esc_pos[k] = ep;
         esc_st[k] = es;
+        nd[k] = (int32_t)i;
         inroot[k] = (uint8_t)in_r;
         infc[k] = (uint8_t)in_fc;
         k++;
@@ -533,50 +548,79 @@ static int walk_start(Tables *tb, Dfa *d, PyObject *vocab, long s, uint32_t *wor
     return sl == tb->text_id ? 0 : text_first(tb, d, s, words, start);
 }
 
-/* mask(tables, dfa, vocab, state, nonempty, out) -> None, or int32 triples as bytes.
- * Writes into out (int32 [num_words]) the tokens allowed from DFA state `state` without looking
- * at the stack; returns the (token id, byte position, DFA state) of tokens to check against the
- * stack (they die in the DFA after passing a call, or with a non-empty stack a return), if any. */
-static PyObject *mask(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 6 || Py_TYPE(args[0]) != &TablesType) {
-        PyErr_SetString(PyExc_TypeError, "mask(tables, dfa, vocab, state, nonempty, out)");
-        return NULL;
-    }
-    Tables *tb = (Tables *)args[0];
-    const long s = PyLong_AsLong(args[3]);
-    const int nonempty = PyObject_IsTrue(args[4]);
-    if ((s == -1 && PyErr_Occurred()) || nonempty < 0) return NULL;
+/* One walk from state s: of the whole trie after walk_start (which first writes all of out), or
+ * (node >= 0) of that node's subtree, OR-ing into out.  None, or the candidates as int32 quadruples. */
+static PyObject *walk_call(Tables *tb, PyObject *dfa, PyObject *vocab, long s, long node, int nonempty, PyObject *out_obj) {
     Py_buffer out;
-    if (PyObject_GetBuffer(args[5], &out, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    if (PyObject_GetBuffer(out_obj, &out, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) return NULL;
     PyObject *result = NULL;
     Dfa d;
     Vec cands = {NULL, 0, 0};
     Start start;
-    int32_t st_buf[5 * STACK_DEPTH];
-    uint8_t flag_buf[2 * STACK_DEPTH];
-    int32_t *st = st_buf;
-    uint8_t *flags = flag_buf;
+    int32_t ints_buf[SCRATCH_INTS * STACK_DEPTH];
+    uint8_t flags_buf[2 * STACK_DEPTH];
+    int32_t *ints = ints_buf;
+    uint8_t *flags = flags_buf;
     const int depth = tb->max_depth + 1;
     if (depth > STACK_DEPTH) {
-        st = malloc(5 * depth * sizeof(int32_t));
+        ints = malloc(SCRATCH_INTS * depth * sizeof(int32_t));
         flags = malloc(2 * depth);
-        if (!st || !flags) { PyErr_NoMemory(); goto fail; }
+        if (!ints || !flags) { PyErr_NoMemory(); goto fail; }
     }
+    const Scratch sc = {ints, ints + depth, ints + 2 * depth, ints + 3 * depth, ints + 4 * depth, ints + 5 * depth,
+                        flags, flags + depth};
     if (out.len != tb->num_words * 4) { PyErr_SetString(PyExc_ValueError, "out must hold num_words int32"); goto fail; }
-    if (dfa_open(&d, args[1]) < 0) goto fail;
-    if (walk_start(tb, &d, args[2], s, out.buf, &start) == 0
-        && walk_trie(tb, &d, s, nonempty, out.buf, &start, &cands, st, st + depth, st + 2 * depth, flags, flags + depth,
-                     st + 3 * depth, st + 4 * depth) == 0) {
+    if (node < -1 || node >= tb->num_nodes) { PyErr_SetString(PyExc_IndexError, "trie node out of range"); goto fail; }
+    if (dfa_open(&d, dfa) < 0) goto fail;
+    int rc;
+    if (node < 0) {
+        rc = walk_start(tb, &d, vocab, s, out.buf, &start);
+    } else {
+        memset(&start, 0, sizeof(start));
+        rc = d.t.trans[(Py_ssize_t)s * 256] == UNKNOWN ? dfa_build(&d, s, 1) : 0;
+    }
+    if (rc == 0 && walk_trie(tb, &d, s, node, node < 0 ? 0 : tb->tdepth[node], nonempty, out.buf, &start, &cands, &sc) == 0) {
         if (cands.len) result = PyBytes_FromStringAndSize((const char *)cands.data, cands.len * (Py_ssize_t)sizeof(int32_t));
         else result = Py_NewRef(Py_None);
     }
     dfa_close(&d);
 fail:
-    if (st != st_buf) free(st);
-    if (flags != flag_buf) free(flags);
+    if (ints != ints_buf) free(ints);
+    if (flags != flags_buf) free(flags);
     free(cands.data);
     PyBuffer_Release(&out);
     return result;
+}
+
+/* mask(tables, dfa, vocab, state, nonempty, out) -> None, or int32 quadruples as bytes.
+ * Writes into out (int32 [num_words]) the tokens allowed from DFA state `state` without looking
+ * at the stack; returns the (token id, byte position, DFA state, trie node) of tokens to check
+ * against the stack (they die in the DFA after passing a call, or with a non-empty stack a
+ * return, at that position, state and node), if any. */
+static PyObject *mask(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 6 || Py_TYPE(args[0]) != &TablesType) {
+        PyErr_SetString(PyExc_TypeError, "mask(tables, dfa, vocab, state, nonempty, out)");
+        return NULL;
+    }
+    const long s = PyLong_AsLong(args[3]);
+    const int nonempty = PyObject_IsTrue(args[4]);
+    if ((s == -1 && PyErr_Occurred()) || nonempty < 0) return NULL;
+    return walk_call((Tables *)args[0], args[1], args[2], s, -1, nonempty, args[5]);
+}
+
+/* subtree(tables, dfa, node, state, nonempty, out) -> None, or quadruples as mask() gives:
+ * OR into out the tokens below trie node `node` whose bytes after it the DFA takes from
+ * `state` (the rest of the candidates of a mask, from a configuration past their call or return). */
+static PyObject *subtree(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 6 || Py_TYPE(args[0]) != &TablesType) {
+        PyErr_SetString(PyExc_TypeError, "subtree(tables, dfa, node, state, nonempty, out)");
+        return NULL;
+    }
+    const long node = PyLong_AsLong(args[2]), s = PyLong_AsLong(args[3]);
+    const int nonempty = PyObject_IsTrue(args[4]);
+    if (((node == -1 || s == -1) && PyErr_Occurred()) || nonempty < 0) return NULL;
+    if (node < 0) { PyErr_SetString(PyExc_IndexError, "trie node out of range"); return NULL; }
+    return walk_call((Tables *)args[0], args[1], NULL, s, node, nonempty, args[5]);
 }
 
 /* run(dfa, state, data, pos, stop_final) -> (state, pos): steps bytes while the state has no
@@ -614,6 +658,7 @@ done:
 
 static PyMethodDef methods[] = {
     {"mask", (PyCFunction)(void (*)(void))mask, METH_FASTCALL, "One DFA state's mask by a walk of the token trie (see the module source)."},
+    {"subtree", (PyCFunction)(void (*)(void))subtree, METH_FASTCALL, "The walk below one trie node (see the module source)."},
     {"run", run, METH_VARARGS, "Step bytes through the DFA until a branching state."},
     {NULL, NULL, 0, NULL},
 };

@@ -36,13 +36,15 @@ SMALL_TOKENS = 96     # ...this many tokens under them, finish in Python
 class StateMask:
     """What one DFA state allows without looking at the stack: tokens consumed entirely in the
     DFA (`words`), and tokens that die in the DFA after passing a state where a call or return
-    could happen (`cand_*`: token id, byte position, DFA state there). Never changed once made
-    (not frozen: a frozen dataclass costs a microsecond more per mask)."""
+    could happen (`cand_*`: token id, byte position, DFA state there; from the C walk also the
+    trie node there, and the distinct (position, state, node) as `escapes`). Never changed once
+    made (not frozen: a frozen dataclass costs a microsecond more per mask)."""
 
     words: np.ndarray  # int32 [num_words]
     cand_ids: np.ndarray  # int [num_cand]
     cand_pos: np.ndarray  # int [num_cand]
     cand_state: np.ndarray  # int [num_cand]
+    escapes: list[tuple[int, int, int]] | None = None
 
 
 def walk_tables(vocab: Vocabulary) -> object:
@@ -63,8 +65,13 @@ def state_mask_c(dfa: LazyDfa, vocab: Vocabulary, d: int, nonempty_stack: bool) 
     raw = _walk.mask(vocab.walk_tables or walk_tables(vocab), dfa, vocab, d, nonempty_stack, words)
     if raw is None:
         return StateMask(words, _NO_CANDS, _NO_CANDS, _NO_CANDS)
-    cands = np.frombuffer(raw, dtype=np.int32).reshape(-1, 3)  # [num_cand, (id, pos, state)]
-    return StateMask(words, cands[:, 0], cands[:, 1], cands[:, 2])
+    cands = np.frombuffer(raw, dtype=np.int32).reshape(-1, 4)  # [num_cand, (id, pos, state, node)]
+    return StateMask(words, cands[:, 0], cands[:, 1], cands[:, 2], _escapes(cands))
+
+
+def _escapes(cands: np.ndarray) -> list[tuple[int, int, int]]:
+    """Distinct (position, state, node) of the candidates [num_cand, 4], in order of appearance."""
+    return list(dict.fromkeys(zip(cands[:, 1].tolist(), cands[:, 2].tolist(), cands[:, 3].tolist())))
 
 
 def _step(dfa: LazyDfa, states: np.ndarray, cols: np.ndarray) -> np.ndarray:
@@ -229,6 +236,16 @@ def compute_mask(dfa: LazyDfa, vocab: Vocabulary, configs: States, cache: dict[t
             if not len(sm.cand_ids):
                 return sm.words
     words = np.zeros(vocab.num_words, dtype=np.int32)
+    if _walk is not None:
+        escapes: list[tuple[tuple[int, ...], int, int]] = []
+        for stack, d in expand(dfa, configs):
+            sm = _cached_state_mask(dfa, vocab, d, bool(stack), cache)
+            words |= sm.words
+            escapes.extend((stack, s, node) for _, s, node in sm.escapes or ())
+        _walk_escapes(dfa, vocab, escapes, words)
+        if is_complete(dfa, configs):
+            words |= vocab.eos_words
+        return words
     slow: list[tuple[int, tuple[int, ...], int, int]] = []
     for stack, d in expand(dfa, configs):
         sm = _cached_state_mask(dfa, vocab, d, bool(stack), cache)
@@ -242,6 +259,27 @@ def compute_mask(dfa: LazyDfa, vocab: Vocabulary, configs: States, cache: dict[t
     if is_complete(dfa, configs):
         words |= vocab.eos_words
     return words
+
+
+def _walk_escapes(dfa: LazyDfa, vocab: Vocabulary, escapes: list[tuple[tuple[int, ...], int, int]],
+                  words: np.ndarray) -> None:
+    """OR into words the candidates of the C walk that the pushdown automaton accepts: for each
+    (stack, state, trie node) where they could call or return, every configuration reachable
+    from there without a byte walks the node's subtree (grammar._walk.subtree), whose own
+    candidates go round again (deeper in the trie each time)."""
+    tables = vocab.walk_tables or walk_tables(vocab)
+    seen: set[tuple[tuple[int, ...], int, int]] = set()
+    while escapes:
+        stack, s, node = escapes.pop()
+        for stk, d in expand(dfa, frozenset(((stack, s),))):
+            key = (stk, d, node)
+            if key in seen:
+                continue
+            seen.add(key)
+            raw = _walk.subtree(tables, dfa, node, d, bool(stk), words)
+            if raw is not None:
+                cands = np.frombuffer(raw, dtype=np.int32).reshape(-1, 4)
+                escapes.extend((stk, s2, n2) for _, s2, n2 in _escapes(cands))
 
 
 def _candidates_allowed(dfa: LazyDfa, vocab: Vocabulary, slow: list[tuple[int, tuple[int, ...], int, int]],

@@ -176,3 +176,22 @@ def test_walk_tables_reject_bad_input():
         masks._walk.Tables(vocab.num_words, tuple(trie[:2] + [bad_end] + trie[3:]), (), text)
     with pytest.raises(ValueError):
         masks._walk.Tables(vocab.num_words, tuple(trie), (), text)  # the text slice is missing
+
+
+@needs_c
+def test_tokens_across_several_returns_match_brute_force(monkeypatch):
+    """Tokens that return from nested rules and go on (`]],[`): the C walk's candidates are
+    resolved by walking the trie below where they could return (grammar._walk.subtree)."""
+    tokens = [b"[", b"]", b",", b"1", b"2", b"[[", b"]]", b"]]]", b"]],[", b"],[[", b"1]]", b"1],[2", b"]],[[1",
+              b"2]]]]", b",[", b"],", b"[1,", b"]]x", b"12", b"1]]],[", b"]],[[]]"]
+    vocab = grammar.Vocabulary(tokens, [len(tokens)], len(tokens) + 2)
+    g = CompiledGrammar(lark_to_grammar(LARK), vocab)
+    m = g.matcher()
+    checked = 0
+    for data in (b"[", b"[", b"[", b"1", b"]", b",", b"[", b"2", b"2", b"]", b"]"):
+        assert m.accept_bytes(data)
+        want = _brute(g, m.state)
+        assert _bits(g.mask(m.state), vocab) == want == _numpy_mask(g, m.state, monkeypatch)
+        checked += len(want)
+    assert checked > 30
+    assert any(sm.escapes for sm in g._state_masks.values())  # the subtree walks were needed
