@@ -105,7 +105,6 @@ class Vocabulary:
         self._slices: dict[bytes, TokenSlice] = {}
         self._canonical_of: dict[bytes, int] = {}  # byte set (256 0/1 bytes) -> canonical slice id
         self.slice_list: list[TokenSlice] = []
-        self.slice_pures: list[np.ndarray] = []  # uint8 [num_nodes] per slice id (read by the C walk)
         self._slice_lock = threading.Lock()
         for byte_ranges in _SLICE_BYTES:
             in_set = np.zeros(256, dtype=bool)
@@ -121,7 +120,6 @@ class Vocabulary:
         with self._slice_lock:
             text = TokenSlice(len(self.slice_list), self.slice_list[0].in_set, self, utf8=True)
             self.slice_list.append(text)
-            self.slice_pures.append(text.pure_flat)
         self.utf8_text_slice = text.id
 
     def bitmask_view(self, bitmask: Any) -> np.ndarray | None:
@@ -164,7 +162,6 @@ class Vocabulary:
             sl = self._slices.get(key)
             if sl is None and len(self.slice_list) < MAX_SLICES:
                 sl = TokenSlice(len(self.slice_list), in_set, self)
-                self.slice_pures.append(sl.pure_flat)
                 self.slice_list.append(sl)
                 self._slices[key] = sl
         return sl
