@@ -20,6 +20,7 @@ except ImportError:  # built by setup.py; without a C compiler the numpy walk be
 
 
 _NO_CANDS = np.zeros(0, dtype=np.int32)
+_STOP = FLAG_CALLS | FLAG_FINAL  # a call, a return or (empty stack) EOS: a configuration's general path
 ASCII_TEXT_SLICE = 0  # the first canonical slice (JSON string text), widened to UTF-8 by LazyDfa.upgrade_to_utf8
 
 
@@ -230,9 +231,8 @@ def compute_mask(dfa: LazyDfa, vocab: Vocabulary, configs: States, cache: dict[t
     a cached state mask itself, so callers must not write into it."""
     if len(configs) == 1:
         ((stack, d),) = configs
-        stop = FLAG_CALLS | FLAG_FINAL  # a call, a return or (empty stack) EOS: the general path
-        if not dfa.flags[d] & stop:
-            sm = _cached_state_mask(dfa, vocab, d, bool(stack), cache)
+        if not dfa.flags.item(d) & _STOP:
+            sm = cache.get((d, bool(stack))) or _cached_state_mask(dfa, vocab, d, bool(stack), cache)
             if not len(sm.cand_ids):
                 return sm.words
     words = np.zeros(vocab.num_words, dtype=np.int32)
