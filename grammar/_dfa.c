@@ -694,6 +694,7 @@ typedef struct {
     const uint8_t *flags;
     const int16_t *slice_of;
     const int32_t *absorb, *dominant;
+    Py_ssize_t num_states;  /* rows made so far (the rest of the tables is uninitialized) */
 } DfaTables;
 
 static int c_tables(PyObject *self, PyObject *dfa, DfaTables *out) {
@@ -704,6 +705,7 @@ static int c_tables(PyObject *self, PyObject *dfa, DfaTables *out) {
     out->slice_of = SLICE(b);
     out->absorb = ABSORB(b);
     out->dominant = DOMINANT(b);
+    out->num_states = b->num_states;
     return 0;
 }
 

@@ -32,6 +32,7 @@ typedef struct {
     const uint8_t *flags;
     const int16_t *slice_of;
     const int32_t *absorb, *dominant;
+    Py_ssize_t num_states;
 } DfaTables;
 
 typedef struct {
@@ -93,6 +94,10 @@ static int dfa_refresh(Dfa *d) {
     d->t.slice_of = d->views[2].buf;
     d->t.absorb = d->views[3].buf;
     d->t.dominant = d->views[4].buf;
+    PyObject *n = PyObject_GetAttrString(d->dfa, "num_states");
+    d->t.num_states = n ? PyLong_AsSsize_t(n) : -1;
+    Py_XDECREF(n);
+    if (d->t.num_states < 0) { dfa_release(d); return -1; }
     return 0;
 }
 
@@ -572,6 +577,7 @@ static PyObject *walk_call(Tables *tb, PyObject *dfa, PyObject *vocab, long s, l
     if (out.len != tb->num_words * 4) { PyErr_SetString(PyExc_ValueError, "out must hold num_words int32"); goto fail; }
     if (node < -1 || node >= tb->num_nodes) { PyErr_SetString(PyExc_IndexError, "trie node out of range"); goto fail; }
     if (dfa_open(&d, dfa) < 0) goto fail;
+    if (s < 0 || s >= d.t.num_states) { PyErr_SetString(PyExc_IndexError, "DFA state out of range"); dfa_close(&d); goto fail; }
     int rc;
     if (node < 0) {
         rc = walk_start(tb, &d, vocab, s, out.buf, &start);
@@ -637,6 +643,7 @@ static PyObject *run(PyObject *self, PyObject *args) {
     const uint8_t *bytes = data.buf;
     PyObject *result = NULL;
     if (dfa_open(&d, dfa_obj) < 0) goto done;
+    if (s < 0 || s >= d.t.num_states || pos < 0) { PyErr_SetString(PyExc_IndexError, "DFA state or position out of range"); goto done; }
     const uint8_t stop = FLAG_CALLS | (stop_final ? FLAG_FINAL : 0);
     while (pos < data.len) {
         if (d.t.flags[s] & stop) break;

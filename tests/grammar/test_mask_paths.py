@@ -167,6 +167,15 @@ def test_walk_tables_reject_bad_input():
         masks._walk.mask(tables, g.dfa, vocab, d, False, np.empty(vocab.num_words + 1, np.int32))
     with pytest.raises(TypeError):
         masks._walk.mask(vocab, g.dfa, vocab, d, False, np.empty(vocab.num_words, np.int32))
+    for state in (-1, g.dfa.num_states):
+        with pytest.raises(IndexError):
+            masks._walk.mask(tables, g.dfa, vocab, state, False, np.empty(vocab.num_words, np.int32))
+        with pytest.raises(IndexError):
+            masks._walk.subtree(tables, g.dfa, 0, state, False, np.empty(vocab.num_words, np.int32))
+        with pytest.raises(IndexError):
+            masks._walk.run(g.dfa, state, b"{", 0, False)
+    with pytest.raises(IndexError):
+        masks._walk.subtree(tables, g.dfa, len(vocab.flat.byte), d, False, np.empty(vocab.num_words, np.int32))
     trie = list(vocab.trie_arrays)
     bad_end = trie[2].copy()
     bad_end[0] = 0
