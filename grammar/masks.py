@@ -1,5 +1,6 @@
 """Token masks for a set of pushdown configurations: the C trie walk (grammar/_walk.c) per DFA
-state, or without the extension a level-by-level numpy walk; candidates checked against the stack."""
+state, or without the extension a level-by-level numpy walk; candidates (tokens that go on past a
+call or a return) walked again below where they branch (C), or stepped token by token (numpy)."""
 
 from __future__ import annotations
 
@@ -243,9 +244,16 @@ def compute_mask(dfa: LazyDfa, vocab: Vocabulary, configs: States, cache: dict[t
             words |= sm.words
             escapes.extend((stack, s, node) for _, s, node in sm.escapes or ())
         _walk_escapes(dfa, vocab, escapes, words)
-        if is_complete(dfa, configs):
-            words |= vocab.eos_words
-        return words
+    else:
+        _numpy_general(dfa, vocab, configs, cache, words)
+    if is_complete(dfa, configs):
+        words |= vocab.eos_words
+    return words
+
+
+def _numpy_general(dfa: LazyDfa, vocab: Vocabulary, configs: States, cache: dict[tuple[int, bool], StateMask],
+                   words: np.ndarray) -> None:
+    """The general path without the C walk: state masks OR-ed, candidates stepped token by token."""
     slow: list[tuple[int, tuple[int, ...], int, int]] = []
     for stack, d in expand(dfa, configs):
         sm = _cached_state_mask(dfa, vocab, d, bool(stack), cache)
@@ -256,9 +264,6 @@ def compute_mask(dfa: LazyDfa, vocab: Vocabulary, configs: States, cache: dict[t
     if ok:
         ids = np.array(ok, dtype=np.int64)
         np.bitwise_or.at(words, ids >> 5, (np.int64(1) << (ids & 31)).astype(np.int32))
-    if is_complete(dfa, configs):
-        words |= vocab.eos_words
-    return words
 
 
 def _walk_escapes(dfa: LazyDfa, vocab: Vocabulary, escapes: list[tuple[tuple[int, ...], int, int]],
