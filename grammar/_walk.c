@@ -555,9 +555,14 @@ static int walk_start(Tables *tb, Dfa *d, PyObject *vocab, long s, uint32_t *wor
 
 /* One walk from state s: of the whole trie after walk_start (which first writes all of out), or
  * (node >= 0) of that node's subtree, OR-ing into out.  None, or the candidates as int32 quadruples. */
-static PyObject *walk_call(Tables *tb, PyObject *dfa, PyObject *vocab, long s, long node, int nonempty, PyObject *out_obj) {
-    Py_buffer out;
+static PyObject *walk_call(Tables *tb, PyObject *dfa, PyObject *vocab, long s, long node, int nonempty, PyObject *out_obj,
+                           PyObject *copy_obj, Py_ssize_t copy_row) {
+    Py_buffer out, copy = {0};
     if (PyObject_GetBuffer(out_obj, &out, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    if (copy_obj && PyObject_GetBuffer(copy_obj, &copy, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
+        PyBuffer_Release(&out);
+        return NULL;
+    }
     PyObject *result = NULL;
     Dfa d;
     Vec cands = {NULL, 0, 0};
@@ -575,6 +580,14 @@ static PyObject *walk_call(Tables *tb, PyObject *dfa, PyObject *vocab, long s, l
     const Scratch sc = {ints, ints + depth, ints + 2 * depth, ints + 3 * depth, ints + 4 * depth, ints + 5 * depth,
                         flags, flags + depth};
     if (out.len != tb->num_words * 4) { PyErr_SetString(PyExc_ValueError, "out must hold num_words int32"); goto fail; }
+    if (copy_obj && (copy.ndim != 2 || copy.shape[1] * copy.itemsize != out.len)) {
+        PyErr_SetString(PyExc_ValueError, "rows must be a 2-d array of rows like out");
+        goto fail;
+    }
+    if (copy_obj && (copy_row < 0 || copy_row >= copy.shape[0])) {
+        PyErr_SetString(PyExc_IndexError, "row out of range");
+        goto fail;
+    }
     if (node < -1 || node >= tb->num_nodes) { PyErr_SetString(PyExc_IndexError, "trie node out of range"); goto fail; }
     if (dfa_open(&d, dfa) < 0) goto fail;
     if (s < 0 || s >= d.t.num_states) { PyErr_SetString(PyExc_IndexError, "DFA state out of range"); dfa_close(&d); goto fail; }
@@ -588,6 +601,7 @@ static PyObject *walk_call(Tables *tb, PyObject *dfa, PyObject *vocab, long s, l
     if (rc == 0 && walk_trie(tb, &d, s, node, node < 0 ? 0 : tb->tdepth[node], nonempty, out.buf, &start, &cands, &sc) == 0) {
         if (cands.len) result = PyBytes_FromStringAndSize((const char *)cands.data, cands.len * (Py_ssize_t)sizeof(int32_t));
         else result = Py_NewRef(Py_None);
+        if (copy_obj) memcpy((char *)copy.buf + copy_row * out.len, out.buf, out.len);
     }
     dfa_close(&d);
 fail:
@@ -595,23 +609,26 @@ fail:
     if (flags != flags_buf) free(flags);
     free(cands.data);
     PyBuffer_Release(&out);
+    if (copy_obj) PyBuffer_Release(&copy);
     return result;
 }
 
-/* mask(tables, dfa, vocab, state, nonempty, out) -> None, or int32 quadruples as bytes.
+/* mask(tables, dfa, vocab, state, nonempty, out[, rows, row]) -> None, or int32 quadruples as bytes.
  * Writes into out (int32 [num_words]) the tokens allowed from DFA state `state` without looking
- * at the stack; returns the (token id, byte position, DFA state, trie node) of tokens to check
- * against the stack (they die in the DFA after passing a call, or with a non-empty stack a
- * return, at that position, state and node), if any. */
+ * at the stack, and copies out into rows[row] (a bitmask, int32 [*, num_words]) when given, which
+ * saves the matcher a copy; returns the (token id, byte position, DFA state, trie node) of tokens
+ * to check against the stack (they die in the DFA after passing a call, or with a non-empty stack
+ * a return, at that position, state and node), if any. */
 static PyObject *mask(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 6 || Py_TYPE(args[0]) != &TablesType) {
-        PyErr_SetString(PyExc_TypeError, "mask(tables, dfa, vocab, state, nonempty, out)");
+    if ((nargs != 6 && nargs != 8) || Py_TYPE(args[0]) != &TablesType) {
+        PyErr_SetString(PyExc_TypeError, "mask(tables, dfa, vocab, state, nonempty, out[, rows, row])");
         return NULL;
     }
     const long s = PyLong_AsLong(args[3]);
     const int nonempty = PyObject_IsTrue(args[4]);
-    if ((s == -1 && PyErr_Occurred()) || nonempty < 0) return NULL;
-    return walk_call((Tables *)args[0], args[1], args[2], s, -1, nonempty, args[5]);
+    const Py_ssize_t row = nargs == 8 ? PyLong_AsSsize_t(args[7]) : 0;
+    if ((s == -1 && PyErr_Occurred()) || nonempty < 0 || (row == -1 && PyErr_Occurred())) return NULL;
+    return walk_call((Tables *)args[0], args[1], args[2], s, -1, nonempty, args[5], nargs == 8 ? args[6] : NULL, row);
 }
 
 /* subtree(tables, dfa, node, state, nonempty, out) -> None, or quadruples as mask() gives:
@@ -626,7 +643,7 @@ static PyObject *subtree(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     const int nonempty = PyObject_IsTrue(args[4]);
     if (((node == -1 || s == -1) && PyErr_Occurred()) || nonempty < 0) return NULL;
     if (node < 0) { PyErr_SetString(PyExc_IndexError, "trie node out of range"); return NULL; }
-    return walk_call((Tables *)args[0], args[1], NULL, s, node, nonempty, args[5]);
+    return walk_call((Tables *)args[0], args[1], NULL, s, node, nonempty, args[5], NULL, 0);
 }
 
 /* run(dfa, state, data, pos, stop_final) -> (state, pos): steps bytes while the state has no

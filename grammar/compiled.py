@@ -9,7 +9,7 @@ import numpy as np
 
 from grammar.dfa import LazyDfa
 from grammar.ir import Grammar
-from grammar.masks import StateMask, _walk, compute_mask, uses_c_walk
+from grammar.masks import StateMask, _walk, compute_mask, fill_single, uses_c_walk
 from grammar.nfa import build_nfa
 from grammar.pda import States, advance, is_complete
 from grammar.vocab import Vocabulary
@@ -62,11 +62,25 @@ class CompiledGrammar:
         if cached is not None:
             return cached
         with self.lock:
-            words = compute_mask(self.dfa, self.vocab, configs, self._state_masks)
-            if len(self._masks) >= MAX_CACHED_MASKS:
-                self._masks.clear()
-            self._masks[configs] = words
-            return words
+            return self._store(configs, compute_mask(self.dfa, self.vocab, configs, self._state_masks))
+
+    def fill(self, configs: States, rows: np.ndarray, row: int) -> None:
+        """rows[row] = self.mask(configs), where one configuration's new walk writes the row itself."""
+        with self.lock:
+            words = self._masks.get(configs)
+            if words is None:
+                words = fill_single(self.dfa, self.vocab, configs, self._state_masks, rows, row)
+                if words is not None:
+                    self._store(configs, words)
+                    return
+                words = self._store(configs, compute_mask(self.dfa, self.vocab, configs, self._state_masks))
+            rows[row] = words
+
+    def _store(self, configs: States, words: np.ndarray) -> np.ndarray:
+        if len(self._masks) >= MAX_CACHED_MASKS:
+            self._masks.clear()
+        self._masks[configs] = words
+        return words
 
     def advance(self, configs: States, data: bytes) -> States:
         with self.lock:

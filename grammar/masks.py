@@ -64,7 +64,11 @@ def walk_tables(vocab: Vocabulary) -> object:
 def state_mask_c(dfa: LazyDfa, vocab: Vocabulary, d: int, nonempty_stack: bool) -> StateMask:
     """The C walk of the flat trie (grammar/_walk.c); same result as `state_mask`."""
     words = np.empty(vocab.num_words, np.int32)
-    raw = _walk.mask(vocab.walk_tables or walk_tables(vocab), dfa, vocab, d, nonempty_stack, words)
+    return _state_mask(words, _walk.mask(vocab.walk_tables or walk_tables(vocab), dfa, vocab, d, nonempty_stack, words))
+
+
+def _state_mask(words: np.ndarray, raw: bytes | None) -> StateMask:
+    """A StateMask from what `_walk.mask` wrote and returned."""
     if raw is None:
         return StateMask(words, _NO_CANDS, _NO_CANDS, _NO_CANDS)
     cands = np.frombuffer(raw, dtype=np.int32).reshape(-1, 4)  # [num_cand, (id, pos, state, node)]
@@ -249,6 +253,29 @@ def compute_mask(dfa: LazyDfa, vocab: Vocabulary, configs: States, cache: dict[t
     if is_complete(dfa, configs):
         words |= vocab.eos_words
     return words
+
+
+def fill_single(dfa: LazyDfa, vocab: Vocabulary, configs: States, cache: dict[tuple[int, bool], StateMask],
+                rows: np.ndarray, row: int) -> np.ndarray | None:
+    """`compute_mask` of one configuration that can neither call nor return, also written into
+    rows[row] (a new state's walk copies it there in C); None, writing nothing, for any other
+    case. The common mask miss, kept to as few Python calls as possible."""
+    if len(configs) != 1 or _walk is None:
+        return None
+    ((stack, d),) = configs
+    if dfa.flags.item(d) & _STOP:
+        return None
+    key = (d, bool(stack))
+    sm = cache.get(key)
+    if sm is None:
+        words = np.empty(vocab.num_words, np.int32)
+        raw = _walk.mask(vocab.walk_tables or walk_tables(vocab), dfa, vocab, d, key[1], words, rows, row)
+        cache[key] = sm = _state_mask(words, raw)
+        return words if raw is None else None
+    if len(sm.cand_ids):
+        return None
+    rows[row] = sm.words
+    return sm.words
 
 
 def _numpy_general(dfa: LazyDfa, vocab: Vocabulary, configs: States, cache: dict[tuple[int, bool], StateMask],

@@ -30,13 +30,16 @@ class Matcher:
     def fill_bitmask(self, bitmask: torch.Tensor, row: int = 0) -> None:
         """Write the allowed next tokens into `bitmask[row]` (only EOS once terminated)."""
         g = self.grammar
+        view = g.vocab.bitmask_view(bitmask)
         if self._terminated:
             words = g.vocab.eos_words
         else:
             words = g._masks.get(self._history[-1])
             if words is None:
+                if view is not None:
+                    g.fill(self._history[-1], view, row)
+                    return
                 words = g.mask(self._history[-1])
-        view = g.vocab.bitmask_view(bitmask)
         if view is not None:
             view[row] = words  # a numpy view of the CPU tensor: no tensor round trip
         else:

@@ -87,6 +87,29 @@ def test_masks_equal_brute_force_on_random_walks(seed, monkeypatch):
             assert m.accept(tid)
 
 
+@pytest.mark.parametrize("seed", [3, 4])
+def test_filled_rows_equal_the_cached_masks(seed):
+    """fill_bitmask writes a missed mask's row straight from the C walk (one configuration) or
+    copies it: each row is the grammar's mask of that state, the other rows untouched."""
+    vocab = _random_vocab(seed)
+    rng = random.Random(seed)
+    for g in _grammars(vocab):
+        m = g.matcher()
+        bitmask = grammar.allocate_bitmask(3, vocab)
+        for _ in range(25):
+            bitmask.fill_(-1)
+            m.fill_bitmask(bitmask, 1)
+            first = bitmask[1].numpy().copy()
+            m.fill_bitmask(bitmask, 1)  # now a hit
+            assert (bitmask[1].numpy() == first).all() and (bitmask[[0, 2]] == -1).all()
+            assert (first == g.mask(m.state)).all()
+            want = _brute(g, m.state)
+            assert _bits(first, vocab) == want, (g.nfa.rule_names[0], m.state)
+            if not want or want == set(vocab.eos_token_ids):
+                break
+            assert m.accept(rng.choice(sorted(want - set(vocab.eos_token_ids)) or sorted(want)))
+
+
 def _fill(m: grammar.Matcher):
     bitmask = grammar.allocate_bitmask(1, m.grammar.vocab)
     m.fill_bitmask(bitmask, 0)
@@ -167,6 +190,13 @@ def test_walk_tables_reject_bad_input():
         masks._walk.mask(tables, g.dfa, vocab, d, False, np.empty(vocab.num_words + 1, np.int32))
     with pytest.raises(TypeError):
         masks._walk.mask(vocab, g.dfa, vocab, d, False, np.empty(vocab.num_words, np.int32))
+    out = np.empty(vocab.num_words, np.int32)
+    for rows, row in ((np.empty((2, vocab.num_words + 1), np.int32), 0), (np.empty(vocab.num_words, np.int32), 0)):
+        with pytest.raises(ValueError):
+            masks._walk.mask(tables, g.dfa, vocab, d, False, out, rows, row)
+    for row in (-1, 2):
+        with pytest.raises(IndexError):
+            masks._walk.mask(tables, g.dfa, vocab, d, False, out, np.empty((2, vocab.num_words), np.int32), row)
     for state in (-1, g.dfa.num_states):
         with pytest.raises(IndexError):
             masks._walk.mask(tables, g.dfa, vocab, state, False, np.empty(vocab.num_words, np.int32))
