@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define UNKNOWN (-2)
 #define DEAD (-1)
@@ -756,6 +757,31 @@ static PyObject *py_row(Builder *b, PyObject *args) {
     return PyBool_FromLong(r);
 }
 
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+
+/* warm(dfa, max_rows, budget_s) -> rows built: the unknown rows in the order their states were
+ * made (outward from the start states), until max_rows or budget_s seconds, so that the first
+ * masks find most of their rows built (see LazyDfa.warm). */
+static PyObject *py_warm(Builder *b, PyObject *args) {
+    PyObject *dfa;
+    long max_rows;
+    double budget;
+    if (!PyArg_ParseTuple(args, "Old", &dfa, &max_rows, &budget)) return NULL;
+    if (ensure_bound(b, dfa) < 0) return NULL;
+    const double end = now_s() + budget;
+    long built = 0;
+    for (Py_ssize_t d = 0; d < b->num_states && built < max_rows; d++) {
+        if (TRANS(b)[d * 256] != UNKNOWN) continue;
+        if (build_row(b, (int32_t)d) < 0) return NULL;
+        if (++built % 8 == 0 && now_s() > end) break;
+    }
+    return PyLong_FromLong(built);
+}
+
 static PyObject *py_prepare(Builder *b, PyObject *args) {
     PyObject *dfa;
     long d;
@@ -963,6 +989,7 @@ static void builder_dealloc(Builder *b) {
 static PyMethodDef builder_methods[] = {
     {"bind", (PyCFunction)py_bind, METH_O, "bind(dfa): take the LazyDfa's tables (after it made them)."},
     {"row", (PyCFunction)py_row, METH_VARARGS, "row(dfa, d) -> grew: fill trans[d] and dominant[d] if unknown."},
+    {"warm", (PyCFunction)py_warm, METH_VARARGS, "warm(dfa, max_rows, budget_s) -> rows built in state order."},
     {"prepare", (PyCFunction)py_prepare, METH_VARARGS, "prepare(dfa, d) -> grew: the row, slice id and absorb length."},
     {"slice_step", (PyCFunction)py_slice_step, METH_VARARGS, "slice_step(dfa, d) -> (slice id, target)."},
     {"intern_closure", (PyCFunction)py_intern_closure, METH_VARARGS, "intern_closure(dfa, nfa_states) -> dstate."},

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Callable
 
 import numpy as np
@@ -343,6 +344,24 @@ class LazyDfa:
             t = self.state_of(c if c is not None else self._single_closure(s))
             self._singles[s] = t
         return t
+
+    def warm(self, max_rows: int, budget_s: float) -> int:
+        """Build up to `max_rows` unknown rows in the order their states were made (outward from
+        the start states), stopping after about `budget_s` seconds; returns how many. Rows built
+        at compile time are rows the first masks' walks need not build. The same count gives the
+        same states in C and in Python."""
+        if self._core is not None:
+            return self._core.warm(self, max_rows, budget_s)
+        end = time.perf_counter() + budget_s
+        built = d = 0
+        while d < self.num_states and built < max_rows:
+            if self.trans[d, 0] == UNKNOWN:
+                self.compute_row(d)
+                built += 1
+                if built % 8 == 0 and time.perf_counter() > end:
+                    break
+            d += 1
+        return built
 
     def compute_row(self, d: int) -> None:
         """Fill trans[d, :] for all 256 bytes (one closure per distinct target set)."""

@@ -102,6 +102,24 @@ def test_json_schema_automata_are_identical(bench_rows):
 
 
 @needs_dfa_c
+@pytest.mark.parametrize("rows", [1, 40, 5000])
+def test_warmed_rows_agree(rows, bench_rows):
+    """LazyDfa.warm builds the same rows, hence the same states, in C and in Python."""
+    vocab = byte_vocab()
+    grammars = [lark_to_grammar(t) for t in LARKS] + [compile_schema_to_grammar(r["schema"], "compact") for r in bench_rows[:5]]
+    for g in grammars:
+        py, c = _pair(g, vocab)
+        built = py.warm(rows, float("inf"))
+        assert c.warm(rows, float("inf")) == built and 0 < built <= rows
+        assert py.num_states == c.num_states
+        for d in range(py.num_states):
+            assert (py.trans[d, 0] == -2) == (c.trans[d, 0] == -2), d
+            if py.trans[d, 0] != -2:
+                assert py.nfa_states(d) == c.nfa_states(d) and (py.trans[d] == c.trans[d]).all(), d
+        assert _compare(py, c, max_states=300) > 1  # and the automata go on agreeing
+
+
+@needs_dfa_c
 def test_rows_built_lazily_in_any_order_agree():
     """States first reached through utf8_to / slice steps (not in id order) get the same ids."""
     g = compile_schema_to_grammar({"type": "object", "properties": {"s": {"type": "string", "maxLength": 6}}}, "compact")
@@ -193,11 +211,13 @@ def _masks(g: CompiledGrammar, token_ids: list[int]) -> list[np.ndarray]:
     return out
 
 
-def _python_rows(g: CompiledGrammar) -> CompiledGrammar:
-    """The same compiled grammar with its DFA rows built in Python."""
+def _python_rows(g: CompiledGrammar, warmed: int) -> CompiledGrammar:
+    """The same compiled grammar with its DFA rows built in Python, `warmed` of them (as many as
+    the C-built grammar compared with warmed in its time budget) built first."""
     c = g.dfa
     g.dfa = LazyDfa(g.nfa, c.slicer, c.max_absorb, use_c=False)
     g.dfa.utf8_upgrade, g.dfa.utf8_runs = c.utf8_upgrade, c.utf8_runs
+    assert g.dfa.warm(warmed, float("inf")) == warmed
     return g
 
 
@@ -210,7 +230,7 @@ def test_real_tokenizer_masks_equal_the_python_rows(smollm2_tokenizer, smollm2_v
         ids = smollm2_tokenizer.encode(text, add_special_tokens=False)[:60] + [eos]
         g = compile_schema_to_grammar(row["schema"], "compact")
         fast = CompiledGrammar(g, smollm2_vocab)
-        slow = _python_rows(CompiledGrammar(g, smollm2_vocab))
+        slow = _python_rows(CompiledGrammar(g, smollm2_vocab), fast.warmed)
         assert fast.dfa._core is not None and slow.dfa._core is None
         got, want = _masks(fast, ids), _masks(slow, ids)
         assert len(got) == len(want), row["id"]
@@ -224,7 +244,7 @@ def test_real_tokenizer_masks_equal_the_python_rows(smollm2_tokenizer, smollm2_v
 def test_byte_vocab_masks_equal_the_python_rows(text):
     vocab = byte_vocab()
     fast = CompiledGrammar(lark_to_grammar(text), vocab)
-    slow = _python_rows(CompiledGrammar(lark_to_grammar(text), vocab))
+    slow = _python_rows(CompiledGrammar(lark_to_grammar(text), vocab), fast.warmed)
     data = {1: b"[1,[2,ab],[]]", 2: b"(ab1+2)*3-x/(4)", 3: b'{"a":{"b":-12},"c":"x y"}'}[LARKS.index(text)]
     got, want = _masks(fast, list(data) + [256]), _masks(slow, list(data) + [256])
     assert len(got) == len(want) == len(data) + 1
@@ -243,6 +263,7 @@ def test_the_walk_builds_rows_in_c_without_calling_python(monkeypatch):
     tokens += [b"".join(rng.choice(alphabet) for _ in range(rng.randint(2, 6))) for _ in range(600)]
     vocab = grammar.Vocabulary(tokens + [None], [len(tokens)], len(tokens) + 3)
     schema = {"type": "object", "properties": {"kab": {"type": "integer"}, "ka": {"type": "string"}}, "required": ["ka"]}
+    monkeypatch.setattr(grammar.compiled, "WARM_ROWS", 0)  # every row is left to the walk
     g = CompiledGrammar(compile_schema_to_grammar(schema, "compact"), vocab)
 
     def no_python(self, *args):
