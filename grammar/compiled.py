@@ -72,14 +72,17 @@ class CompiledGrammar:
     def fill(self, configs: States, rows: np.ndarray, row: int) -> None:
         """rows[row] = self.mask(configs), where one configuration's new walk writes the row itself."""
         with self.lock:
-            words = self._masks.get(configs)
+            masks = self._masks
+            words = masks.get(configs)
+            if words is not None:
+                rows[row] = words
+                return
+            words = fill_single(self.dfa, self.vocab, configs, self._state_masks, rows, row)
             if words is None:
-                words = fill_single(self.dfa, self.vocab, configs, self._state_masks, rows, row)
-                if words is not None:
-                    self._store(configs, words)
-                    return
-                words = self._store(configs, compute_mask(self.dfa, self.vocab, configs, self._state_masks))
-            rows[row] = words
+                words = rows[row] = compute_mask(self.dfa, self.vocab, configs, self._state_masks)
+            if len(masks) >= MAX_CACHED_MASKS:
+                masks.clear()
+            masks[configs] = words
 
     def _store(self, configs: States, words: np.ndarray) -> np.ndarray:
         if len(self._masks) >= MAX_CACHED_MASKS:

@@ -265,13 +265,16 @@ def fill_single(dfa: LazyDfa, vocab: Vocabulary, configs: States, cache: dict[tu
     ((stack, d),) = configs
     if dfa.flags.item(d) & _STOP:
         return None
-    key = (d, bool(stack))
+    key = (d, stack != ())
     sm = cache.get(key)
     if sm is None:
         words = np.empty(vocab.num_words, np.int32)
         raw = _walk.mask(vocab.walk_tables or walk_tables(vocab), dfa, vocab, d, key[1], words, rows, row)
-        cache[key] = sm = _state_mask(words, raw)
-        return words if raw is None else None
+        if raw is None:
+            cache[key] = StateMask(words, _NO_CANDS, _NO_CANDS, _NO_CANDS)
+            return words
+        cache[key] = _state_mask(words, raw)
+        return None
     if len(sm.cand_ids):
         return None
     rows[row] = sm.words
