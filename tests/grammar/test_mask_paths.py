@@ -137,8 +137,11 @@ def test_real_tokenizer_masks_match_the_numpy_walk(smollm2_tokenizer, smollm2_vo
         g = CompiledGrammar(compile_schema_to_grammar(row["schema"], "compact"), smollm2_vocab)
         text = json.dumps(row["valid"][0]["data"], ensure_ascii=False, separators=(",", ":"))
         m = g.matcher()
+        bitmask = grammar.allocate_bitmask(2, smollm2_vocab)
         for tid in smollm2_tokenizer.encode(text, add_special_tokens=False)[:40] + [eos]:
+            m.fill_bitmask(bitmask, 1)  # a miss: straight from the walk into the row
             words = g.mask(m.state)
+            assert (bitmask[1].numpy() == words).all() and (bitmask[0] == -1).all()
             assert _bits(words, smollm2_vocab) == _numpy_mask(g, m.state, monkeypatch), row["id"]
             if not m.accept(tid):
                 break
