@@ -63,7 +63,7 @@ def walk_tables(vocab: Vocabulary) -> object:
 
 def state_mask_c(dfa: LazyDfa, vocab: Vocabulary, d: int, nonempty_stack: bool) -> StateMask:
     """The C walk of the flat trie (grammar/_walk.c); same result as `state_mask`."""
-    words = new_words(vocab)
+    words = np.empty(vocab.num_words, np.int32)
     return _state_mask(words, _walk.mask(vocab.walk_tables or walk_tables(vocab), dfa, vocab, d, nonempty_stack, words))
 
 
@@ -255,21 +255,6 @@ def compute_mask(dfa: LazyDfa, vocab: Vocabulary, configs: States, cache: dict[t
     return words
 
 
-WORDS_BLOCK = 64  # state masks allocated at once (np.empty costs about as much as a small walk)
-
-
-def new_words(vocab: Vocabulary) -> np.ndarray:
-    """An uninitialized int32 [num_words] array for a new state mask: a row of a block of them
-    (taken with list.pop, atomic, as grammars of one vocabulary may mask on several threads)."""
-    try:
-        return vocab.free_words.pop()
-    except IndexError:
-        block = list(np.empty((WORDS_BLOCK, vocab.num_words), np.int32))
-        words = block.pop()
-        vocab.free_words.extend(block)
-        return words
-
-
 def fill_single(dfa: LazyDfa, vocab: Vocabulary, configs: States, cache: dict[tuple[int, bool], StateMask],
                 rows: np.ndarray, row: int) -> np.ndarray | None:
     """`compute_mask` of one configuration that can neither call nor return, also written into
@@ -283,7 +268,7 @@ def fill_single(dfa: LazyDfa, vocab: Vocabulary, configs: States, cache: dict[tu
     key = (d, stack != ())
     sm = cache.get(key)
     if sm is None:
-        words = new_words(vocab)
+        words = np.empty(vocab.num_words, np.int32)
         raw = _walk.mask(vocab.walk_tables or walk_tables(vocab), dfa, vocab, d, key[1], words, rows, row)
         if raw is None:
             cache[key] = StateMask(words, _NO_CANDS, _NO_CANDS, _NO_CANDS)

@@ -74,7 +74,6 @@ class Vocabulary:
         self.cache: dict[tuple[Any, ...], Any] = {}
         self._view: tuple[Any, np.ndarray] | None = None  # (bitmask tensor, its numpy view)
         self.walk_tables: Any = None  # grammar._walk.Tables, made by grammar/masks.py for the first C mask
-        self.free_words: list[np.ndarray] = []  # new state masks' arrays, rows of one block (masks.new_words)
         self.cache_lock = threading.Lock()
 
     def _build_arrays(self) -> None:

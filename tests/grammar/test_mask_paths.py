@@ -110,15 +110,6 @@ def test_filled_rows_equal_the_cached_masks(seed):
             assert m.accept(rng.choice(sorted(want - set(vocab.eos_token_ids)) or sorted(want)))
 
 
-def test_new_words_are_distinct_rows():
-    vocab = _random_vocab(0, size=50)
-    arrays = [masks.new_words(vocab) for _ in range(2 * masks.WORDS_BLOCK + 3)]
-    for i, a in enumerate(arrays):
-        assert a.shape == (vocab.num_words,) and a.dtype == np.int32 and a.flags.writeable
-        a[:] = i
-    assert all((a == i).all() for i, a in enumerate(arrays))
-
-
 def _fill(m: grammar.Matcher):
     bitmask = grammar.allocate_bitmask(1, m.grammar.vocab)
     m.fill_bitmask(bitmask, 0)
