@@ -30,8 +30,15 @@ _AUTHORITY = (rf"(([{_UNRESERVED}{_SUB_DELIMS}:]|{_PCT})*@)?"
               rf"(\[[0-9A-Fa-f:.]+\]|([{_UNRESERVED}{_SUB_DELIMS}]|{_PCT})*)(:[0-9]*)?")  # fmt: skip
 _PATH_ABEMPTY = rf"(/{_PCHAR}*)*"
 _QUERY = rf"(\?({_PCHAR}|[/?])*)?(#({_PCHAR}|[/?])*)?"
-_URI = rf"[a-zA-Z][a-zA-Z0-9+.\-]*:(//{_AUTHORITY}{_PATH_ABEMPTY}|/({_PCHAR}+{_PATH_ABEMPTY})?|{_PCHAR}+{_PATH_ABEMPTY})?{_QUERY}"
-_RELATIVE_REF = rf"(//{_AUTHORITY}{_PATH_ABEMPTY}|/({_PCHAR}+{_PATH_ABEMPTY})?|{_SEGMENT_NC}+{_PATH_ABEMPTY})?{_QUERY}"
+
+
+def _hier_part(first_segment: str) -> str:
+    """Authority and path, or an absolute path, or a relative path from `first_segment`, or nothing."""
+    return rf"(//{_AUTHORITY}{_PATH_ABEMPTY}|/({_PCHAR}+{_PATH_ABEMPTY})?|{first_segment}+{_PATH_ABEMPTY})?"
+
+
+_URI = rf"[a-zA-Z][a-zA-Z0-9+.\-]*:{_hier_part(_PCHAR)}{_QUERY}"
+_RELATIVE_REF = rf"{_hier_part(_SEGMENT_NC)}{_QUERY}"
 # RFC 4291 text forms: eight groups, or fewer around one "::", the last 32 bits maybe dotted.
 _H16 = r"[0-9A-Fa-f]{1,4}"
 _IPV4 = r"(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}"
