@@ -72,17 +72,14 @@ class CompiledGrammar:
     def fill(self, configs: States, rows: np.ndarray, row: int) -> None:
         """rows[row] = self.mask(configs), where one configuration's new walk writes the row itself."""
         with self.lock:
-            masks = self._masks
-            words = masks.get(configs)
+            words = self._masks.get(configs)
             if words is not None:
                 rows[row] = words
                 return
             words = fill_single(self.dfa, self.vocab, configs, self._state_masks, rows, row)
             if words is None:
                 words = rows[row] = compute_mask(self.dfa, self.vocab, configs, self._state_masks)
-            if len(masks) >= MAX_CACHED_MASKS:
-                masks.clear()
-            masks[configs] = words
+            self._store(configs, words)
 
     def _store(self, configs: States, words: np.ndarray) -> np.ndarray:
         if len(self._masks) >= MAX_CACHED_MASKS:
