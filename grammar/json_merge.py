@@ -256,11 +256,6 @@ def required_only(root: Any, branches: list[Any]) -> list[list[str]] | None:
     return lists
 
 
-def one_of_required(schema: dict[str, Any], where: str) -> list[list[frozenset[str]]]:
-    """The exactly-one groups a oneOf of `required` branches left on this object schema."""
-    return [[frozenset(r) for r in group] for group in schema.get(ONE_OF_REQUIRED, [])]
-
-
 def one_of_disjoint(root: Any, branches: list[Any], rest: dict[str, Any], where: str) -> bool:
     """True when at most one branch can match any instance (types, values, object discriminators)."""
     infos = []

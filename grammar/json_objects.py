@@ -7,8 +7,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from grammar.ir import EMPTY, NOTHING, GrammarError, Graph, Node, Repeat, alt, lit, node_size, opt, seq
-from grammar.json_merge import ANNOTATIONS, one_of_required
-from grammar.json_presence import Presence, check_declared, dependencies, escape, presence_graph
+from grammar.json_presence import check_declared, escape, presence_graph, presence_rule
 from grammar.json_text import json_char, key_excluding, quoted
 from grammar.regex import regex_to_node
 
@@ -45,7 +44,7 @@ def object_node(sc: "SchemaCompiler", schema: dict[str, Any], where: str) -> Nod
                 return NOTHING
             names.append(name)
     ws = sc.ws
-    rule = Presence(dependencies(schema, where, ANNOTATIONS), one_of_required(schema, where))
+    rule = presence_rule(schema, where)
     members: list[tuple[Node, bool]] = []
     member_names: list[str] = []
     for name in names:
@@ -71,8 +70,9 @@ def object_node(sc: "SchemaCompiler", schema: dict[str, Any], where: str) -> Nod
             extra = seq(key_excluding(names, sc.char), ws, lit(":"), ws, value)
     comma = seq(ws, lit(","), ws)
     if rule:
-        if "minProperties" in schema or "maxProperties" in schema:
-            raise GrammarError(f"{where}/minProperties: not supported together with dependencies or a oneOf of required")
+        for key in ("minProperties", "maxProperties"):
+            if key in schema:
+                raise GrammarError(f"{where}/{key}: not supported together with dependencies or a oneOf of required")
         check_declared(rule, names, extra is not None, where)
         body = presence_graph(members, member_names, extra, comma, rule, where)
     elif not members and extra is not None and ("minProperties" in schema or "maxProperties" in schema):

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from grammar.ir import NOTHING, GrammarError, Graph, Node, node_size
+from grammar.json_merge import ANNOTATIONS, ONE_OF_REQUIRED
 
 MAX_INVOLVED = 12  # properties a rule may mention: the graph has up to 2**MAX_INVOLVED sets per member
 MAX_PRESENCE_SIZE = 20_000  # NFA states the copies of members may take
@@ -42,7 +43,14 @@ class Presence:
         return all(sum(req <= present for req in group) == 1 for group in self.exactly_one)
 
 
-def dependencies(schema: dict[str, Any], where: str, annotations: frozenset[str]) -> dict[str, set[str]]:
+def presence_rule(schema: dict[str, Any], where: str) -> Presence:
+    """The object schema's rules on present properties: its dependencies and the groups a
+    oneOf of `required` branches left on it (json_schema puts them under ONE_OF_REQUIRED)."""
+    groups = [[frozenset(r) for r in group] for group in schema.get(ONE_OF_REQUIRED, [])]
+    return Presence(dependencies(schema, where), groups)
+
+
+def dependencies(schema: dict[str, Any], where: str) -> dict[str, set[str]]:
     """`dependentRequired`, and `dependencies`/`dependentSchemas` in their property-list (or
     `required`-only schema) form, as trigger -> the other properties it needs."""
     needs: dict[str, set[str]] = {}
@@ -56,7 +64,7 @@ def dependencies(schema: dict[str, Any], where: str, annotations: frozenset[str]
         for trigger, need in table.items():
             at = f"{here}/{escape(trigger)}"
             if isinstance(need, dict) and key != "dependentRequired":
-                rest = {k: v for k, v in need.items() if k not in annotations}
+                rest = {k: v for k, v in need.items() if k not in ANNOTATIONS}
                 if rest.keys() - {"required"}:
                     raise GrammarError(f"{at}: only dependencies that require properties are supported")
                 need = rest.get("required", [])

@@ -86,6 +86,8 @@ def test_flexible_whitespace_and_nesting():
     ({"type": "object", "properties": PROPS, "dependentRequired": {"zz": ["a"]}}, "'zz' is not declared"),
     ({"type": "object", "properties": PROPS, "dependentRequired": {"a": "b"}}, "/dependentRequired/a"),
     ({"type": "object", "properties": PROPS, "dependentRequired": {"a": ["b"]}, "minProperties": 1}, "/minProperties"),
+    ({"type": "object", "properties": PROPS, "oneOf": [{"required": ["a"]}, {"required": ["b"]}], "maxProperties": 2},
+     "/maxProperties"),
 ])  # fmt: skip
 def test_unsupported_dependencies_raise_with_their_pointer(schema, pointer):
     with pytest.raises(grammar.GrammarError, match=pointer):
