@@ -103,10 +103,7 @@ def run_point(llm: LLM, prompts: list[list[int]], output_len: int, concurrency: 
     loop.start(concurrency, start)
     while loop.core.has_work():
         loop.step(time.perf_counter)
-    elapsed = time.perf_counter() - start
-    loop.submitted = {r: t - start for r, t in loop.submitted.items()}
-    loop.token_times = {r: [t - start for t in ts] for r, ts in loop.token_times.items()}
-    return loop.result(elapsed)
+    return loop.result(time.perf_counter() - start)  # result uses time differences only
 
 
 def run_lockstep(llms: dict[str, LLM], prompts: list[list[int]], output_len: int, concurrency: int,
