@@ -14,6 +14,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,7 @@
 #define FLAG_FINAL 2
 #define STACK_DEPTH 1024  /* tries at most this deep keep the walk's per-depth arrays on the C stack */
 #define MAX_UPTO 65       /* bounded absorb lengths whose slice words are kept */
+#define UNBOUNDED (1 << 30)  /* absorb length of a state looping on its slice (grammar/dfa.py) */
 
 /* ---- the DFA: grammar._dfa's C API (the same structs as there) ---- */
 
@@ -156,23 +158,33 @@ static int dfa_call(Dfa *d, const char *method, int nargs, long a, long b, long 
 
 /* ---- the vocabulary's tables ---- */
 
+/* A token trie in flat DFS order (grammar/trie.py FlatTrie) and each node's children side by side. */
+typedef struct {
+    const uint8_t *tbyte;
+    const int32_t *tdepth, *tend, *tlo, *ids, *theight;
+    Py_ssize_t num_nodes;
+    Py_ssize_t base;   /* node i is named base + i in escapes: the tries of a Tables number their nodes in turn */
+    int max_depth;
+    uint32_t *kids;    /* [num_nodes] (child node << 8) | its byte, grouped by parent (root first) */
+    int32_t *kid_off;  /* [num_nodes + 2] the root's children are kids[kid_off[0]:kid_off[1]], node i's from kid_off[i + 1] */
+} Trie;
+
 typedef struct {
     uint8_t set[256];               /* bytes a token of the slice may hold */
     const uint8_t *pure, *root_pure;  /* uint8 [num_nodes]: every byte below the node is in the slice */
     const uint32_t *words;          /* the slice's tokens */
     const uint32_t *upto[MAX_UPTO]; /* its tokens of at most k bytes (from Python, on first use) */
+    Trie rest[2];                   /* tokens not in the slice by what follows their longest prefix of
+                                     * slice characters: [0] with none (the whole token), [1] with
+                                     * some (num_nodes -1: none; grammar/rest_trie.py) */
 } Slice;
 
 typedef struct {
     PyObject_HEAD
     Py_buffer *views;  /* every buffer pointed into, held until dealloc */
     Py_ssize_t num_views;
-    const uint8_t *tbyte;
-    const int32_t *tdepth, *tend, *tlo, *ids, *theight;
-    Py_ssize_t num_nodes, num_words;
-    int max_depth;
-    uint32_t *kids;    /* [num_nodes] (child node << 8) | its byte, grouped by parent (root first) */
-    int32_t *kid_off;  /* [num_nodes + 2] the root's children are kids[kid_off[0]:kid_off[1]], node i's from kid_off[i + 1] */
+    Trie trie;
+    Py_ssize_t num_words, all_nodes;  /* all_nodes: of the trie and the rest tries */
     int num_slices, ascii_id, text_id;
     Slice *slices;
     uint8_t text_first[128];          /* ASCII bytes a string's first character may be */
@@ -200,7 +212,7 @@ static const void *take(Tables *tb, PyObject *obj, Py_ssize_t itemsize, Py_ssize
 
 /* Each node's children listed side by side: the walk tries every child byte of a node without
  * touching the children themselves, which lie a subtree apart in the DFS arrays. */
-static int tables_kids(Tables *tb) {
+static int trie_kids(Trie *tb) {
     const Py_ssize_t n = tb->num_nodes;
     if (n >= (1 << 24)) { PyErr_SetString(PyExc_ValueError, "trie too large"); return -1; }
     int32_t *parent = PyMem_Malloc((n ? n : 1) * sizeof(int32_t)), *last = PyMem_Malloc((tb->max_depth + 1) * sizeof(int32_t));
@@ -229,28 +241,31 @@ static int tables_kids(Tables *tb) {
     return 0;
 }
 
-static int tables_trie(Tables *tb, PyObject *trie) {
-    if (!PyTuple_Check(trie) || PyTuple_GET_SIZE(trie) != 6) { PyErr_SetString(PyExc_ValueError, "trie must be a 6-tuple"); return -1; }
+/* Hold the six FlatTrie arrays of `arrays` as tr and list each node's children. */
+static int take_trie(Tables *tb, Trie *tr, PyObject *arrays) {
+    if (!PyTuple_Check(arrays) || PyTuple_GET_SIZE(arrays) != 6) { PyErr_SetString(PyExc_ValueError, "trie must be a 6-tuple"); return -1; }
     Py_ssize_t n, rows;
-    if (!(tb->tbyte = take(tb, PyTuple_GET_ITEM(trie, 0), 1, 0, &n))) return -1;
-    tb->num_nodes = n;
-    if (!(tb->tdepth = take(tb, PyTuple_GET_ITEM(trie, 1), 4, n, NULL))) return -1;
-    if (!(tb->tend = take(tb, PyTuple_GET_ITEM(trie, 2), 4, n, NULL))) return -1;
-    if (!(tb->tlo = take(tb, PyTuple_GET_ITEM(trie, 3), 4, n + 1, NULL))) return -1;
-    if (!(tb->ids = take(tb, PyTuple_GET_ITEM(trie, 4), 4, 0, &rows))) return -1;
-    if (!(tb->theight = take(tb, PyTuple_GET_ITEM(trie, 5), 4, n, NULL))) return -1;
-    tb->max_depth = 0;
+    if (!(tr->tbyte = take(tb, PyTuple_GET_ITEM(arrays, 0), 1, 0, &n))) return -1;
+    tr->num_nodes = n;
+    if (!(tr->tdepth = take(tb, PyTuple_GET_ITEM(arrays, 1), 4, n, NULL))) return -1;
+    if (!(tr->tend = take(tb, PyTuple_GET_ITEM(arrays, 2), 4, n, NULL))) return -1;
+    if (!(tr->tlo = take(tb, PyTuple_GET_ITEM(arrays, 3), 4, n + 1, NULL))) return -1;
+    if (!(tr->ids = take(tb, PyTuple_GET_ITEM(arrays, 4), 4, 0, &rows))) return -1;
+    if (!(tr->theight = take(tb, PyTuple_GET_ITEM(arrays, 5), 4, n, NULL))) return -1;
+    tr->max_depth = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (tb->tdepth[i] < 1 || tb->tend[i] <= i || tb->tend[i] > n || (i == 0 && tb->tdepth[i] != 1)
-            || (i > 0 && tb->tdepth[i] > tb->tdepth[i - 1] + 1) || tb->tlo[i] < 0 || tb->tlo[i] > rows) {
+        if (tr->tdepth[i] < 1 || tr->tend[i] <= i || tr->tend[i] > n || (i == 0 && tr->tdepth[i] != 1)
+            || (i > 0 && tr->tdepth[i] > tr->tdepth[i - 1] + 1) || tr->tlo[i] < 0 || tr->tlo[i] > rows
+            || tr->tlo[i] > tr->tlo[i + 1] || tr->theight[i] < 0) {
             PyErr_SetString(PyExc_ValueError, "malformed flat trie");
             return -1;
         }
-        if (tb->tdepth[i] > tb->max_depth) tb->max_depth = tb->tdepth[i];
+        if (tr->tdepth[i] > tr->max_depth) tr->max_depth = tr->tdepth[i];
     }
+    if (tr->tlo[n] > rows) { PyErr_SetString(PyExc_ValueError, "malformed flat trie"); return -1; }
     for (Py_ssize_t r = 0; r < rows; r++)
-        if (tb->ids[r] < 0 || tb->ids[r] >= tb->num_words * 32) { PyErr_SetString(PyExc_ValueError, "token id out of range"); return -1; }
-    return tables_kids(tb);
+        if (tr->ids[r] < 0 || tr->ids[r] >= tb->num_words * 32) { PyErr_SetString(PyExc_ValueError, "token id out of range"); return -1; }
+    return trie_kids(tr);
 }
 
 static int tables_slices(Tables *tb, PyObject *slices) {
@@ -265,8 +280,9 @@ static int tables_slices(Tables *tb, PyObject *slices) {
         const uint8_t *set = take(tb, PyTuple_GET_ITEM(item, 0), 1, 256, NULL);
         if (!set) return -1;
         memcpy(sl->set, set, 256);
-        if (!(sl->pure = take(tb, PyTuple_GET_ITEM(item, 1), 1, tb->num_nodes, NULL))) return -1;
-        if (!(sl->root_pure = take(tb, PyTuple_GET_ITEM(item, 2), 1, tb->num_nodes, NULL))) return -1;
+        sl->rest[0].num_nodes = sl->rest[1].num_nodes = -1;
+        if (!(sl->pure = take(tb, PyTuple_GET_ITEM(item, 1), 1, tb->trie.num_nodes, NULL))) return -1;
+        if (!(sl->root_pure = take(tb, PyTuple_GET_ITEM(item, 2), 1, tb->trie.num_nodes, NULL))) return -1;
         if (!(sl->words = take(tb, PyTuple_GET_ITEM(item, 3), 4, tb->num_words, NULL))) return -1;
     }
     return 0;
@@ -296,25 +312,63 @@ static int tables_text(Tables *tb, PyObject *text) {
     return 0;
 }
 
-/* Tables(num_words, trie, slices, text): see grammar/masks.py `walk_tables` for the fields. */
+/* Each (slice id, FlatTrie arrays, FlatTrie arrays) of `rests`: that slice's two rest tries. */
+static int tables_rests(Tables *tb, PyObject *rests) {
+    if (!PyTuple_Check(rests)) { PyErr_SetString(PyExc_TypeError, "rests must be a tuple"); return -1; }
+    for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(rests); j++) {
+        PyObject *item = PyTuple_GET_ITEM(rests, j);
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 3) { PyErr_SetString(PyExc_ValueError, "rest must be (slice id, trie, trie)"); return -1; }
+        const long sid = PyLong_AsLong(PyTuple_GET_ITEM(item, 0));
+        if (sid == -1 && PyErr_Occurred()) return -1;
+        if (sid < 0 || sid >= tb->num_slices || tb->slices[sid].rest[0].num_nodes >= 0) {
+            PyErr_SetString(PyExc_ValueError, "rest trie: bad or repeated slice id");
+            return -1;
+        }
+        for (int r = 0; r < 2; r++) {
+            Trie *tr = &tb->slices[sid].rest[r];
+            tr->base = tb->all_nodes;
+            if (take_trie(tb, tr, PyTuple_GET_ITEM(item, 1 + r)) < 0 || tr->max_depth > tb->trie.max_depth) {
+                if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "rest trie deeper than the trie");
+                tb->slices[sid].rest[0].num_nodes = -1;  /* kids already listed are freed at dealloc */
+                return -1;
+            }
+            tb->all_nodes += tr->num_nodes;
+        }
+    }
+    return 0;
+}
+
+/* Tables(num_words, trie, slices, text[, rests]): see grammar/masks.py `walk_tables` for the fields. */
 static int tables_init(Tables *tb, PyObject *args, PyObject *kw) {
-    PyObject *trie, *slices, *text;
+    PyObject *trie, *slices, *text, *rests = NULL;
     Py_ssize_t num_words;
-    if (!PyArg_ParseTuple(args, "nOOO", &num_words, &trie, &slices, &text)) return -1;
+    if (!PyArg_ParseTuple(args, "nOOO|O", &num_words, &trie, &slices, &text, &rests)) return -1;
     if (tb->views) { PyErr_SetString(PyExc_RuntimeError, "Tables already initialized"); return -1; }
     tb->num_words = num_words;
-    if (tables_trie(tb, trie) < 0 || tables_slices(tb, slices) < 0 || tables_text(tb, text) < 0) return -1;
-    return 0;
+    if (take_trie(tb, &tb->trie, trie) < 0 || tables_slices(tb, slices) < 0 || tables_text(tb, text) < 0) return -1;
+    tb->all_nodes = tb->trie.num_nodes;
+    return rests ? tables_rests(tb, rests) : 0;
 }
 
 static void tables_dealloc(Tables *tb) {
     for (Py_ssize_t i = 0; i < tb->num_views; i++) PyBuffer_Release(&tb->views[i]);
     PyMem_Free(tb->views);
+    for (int s = 0; s < tb->num_slices; s++) {
+        for (int r = 0; r < 2; r++) {
+            PyMem_Free(tb->slices[s].rest[r].kids);
+            PyMem_Free(tb->slices[s].rest[r].kid_off);
+        }
+    }
     PyMem_Free(tb->slices);
-    PyMem_Free(tb->kids);
-    PyMem_Free(tb->kid_off);
+    PyMem_Free(tb->trie.kids);
+    PyMem_Free(tb->trie.kid_off);
     Py_TYPE(tb)->tp_free((PyObject *)tb);
 }
+
+static PyMemberDef tables_members[] = {
+    {"all_nodes", T_PYSSIZET, offsetof(Tables, all_nodes), READONLY, "nodes of the trie and of the rest tries"},
+    {NULL},
+};
 
 static PyTypeObject TablesType = {
     PyVarObject_HEAD_INIT(NULL, 0)
@@ -325,6 +379,7 @@ static PyTypeObject TablesType = {
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)tables_init,
     .tp_dealloc = (destructor)tables_dealloc,
+    .tp_members = tables_members,
 };
 
 /* Copy into words slice s's tokens of at most `absorb` bytes: the whole slice, or
@@ -332,7 +387,7 @@ static PyTypeObject TablesType = {
 static int slice_words(Tables *tb, Dfa *d, PyObject *vocab, int s, long absorb, uint32_t *words) {
     Slice *sl = &tb->slices[s];
     const Py_ssize_t size = tb->num_words * sizeof(uint32_t);
-    const uint32_t *src = absorb >= tb->max_depth ? sl->words : absorb < MAX_UPTO ? sl->upto[absorb] : NULL;
+    const uint32_t *src = absorb >= tb->trie.max_depth ? sl->words : absorb < MAX_UPTO ? sl->upto[absorb] : NULL;
     if (src) {
         memcpy(words, src, size);
         return 0;
@@ -366,18 +421,34 @@ typedef struct {
     Py_ssize_t len, cap;
 } Vec;
 
-static int vec_push4(Vec *v, int32_t a, int32_t b, int32_t c, int32_t e) {
-    if (v->len + 4 > v->cap) {
-        Py_ssize_t cap = v->cap ? v->cap * 2 : 1024;
+/* Push the escape (position, state, node) unless it is the last one pushed: the sibling
+ * subtrees that die below one escape come one after another. */
+static int vec_push_escape(Vec *v, int32_t pos, int32_t st, int32_t node) {
+    if (v->len && v->data[v->len - 3] == pos && v->data[v->len - 2] == st && v->data[v->len - 1] == node) return 0;
+    if (v->len + 3 > v->cap) {
+        Py_ssize_t cap = v->cap ? v->cap * 2 : 192;
         int32_t *p = realloc(v->data, cap * sizeof(int32_t));
         if (!p) { PyErr_NoMemory(); return -1; }
         v->data = p;
         v->cap = cap;
     }
-    v->data[v->len++] = a;
-    v->data[v->len++] = b;
-    v->data[v->len++] = c;
-    v->data[v->len++] = e;
+    v->data[v->len++] = pos;
+    v->data[v->len++] = st;
+    v->data[v->len++] = node;
+    return 0;
+}
+
+/* Push state t unless it is the last one pushed (ends are deduplicated by the caller). */
+static int vec_push_end(Vec *v, int32_t t) {
+    if (!v || (v->len && v->data[v->len - 1] == t)) return 0;
+    if (v->len + 1 > v->cap) {
+        Py_ssize_t cap = v->cap ? v->cap * 2 : 256;
+        int32_t *p = realloc(v->data, cap * sizeof(int32_t));
+        if (!p) { PyErr_NoMemory(); return -1; }
+        v->data = p;
+        v->cap = cap;
+    }
+    v->data[v->len++] = t;
     return 0;
 }
 
@@ -408,7 +479,7 @@ static int state_slice(Tables *tb, Dfa *d, long x, long *sl) {
  * character of a string, or of an extra property name): OR in the tokens `b + text` for those
  * first bytes b and mark them in start->fc (and the bytes 0x80.. when every multi-byte first
  * character goes there too).  Row s is built. */
-static int text_first(Tables *tb, Dfa *d, long s, uint32_t *words, Start *start) {
+static int text_first(Tables *tb, Dfa *d, long s, uint32_t *words, Start *start, Vec *ends) {
     const int32_t target = d->t.dominant[s];
     long sl;
     if (target < 0) return 0;
@@ -423,6 +494,7 @@ static int text_first(Tables *tb, Dfa *d, long s, uint32_t *words, Start *start)
         else missing += n + 1;
     }
     if (!taken) return 0;
+    if (vec_push_end(ends, target) < 0) return -1;
     const Py_ssize_t num_words = tb->num_words;
     if (!missing) {
         for (Py_ssize_t w = 0; w < num_words; w++) words[w] |= tb->rest_words[w];
@@ -461,16 +533,17 @@ typedef struct {
 #define SCRATCH_INTS 6
 
 /* Walk the subtree of `node` (-1: the whole trie; a node at depth `depth0`) from state `from`:
- * OR into words the tokens consumed entirely inside the DFA, push (token id, byte position,
- * state, node there) for tokens that die after passing a state where a call or (with a
- * non-empty stack) a return could happen.  Subtrees the start slice or the text first bytes
- * already put in words, and subtrees a state's slice absorbs whole, are skipped.  Depth-first
- * through each node's child list (the children lie a subtree apart in the DFS arrays). */
-static int walk_trie(Tables *tb, Dfa *d, long from, Py_ssize_t node, int depth0, int nonempty, uint32_t *words,
-                     const Start *start, Vec *cands, const Scratch *sc) {
+ * OR into words the tokens consumed entirely inside the DFA, push the escape (byte position,
+ * state, node there) of tokens that die after passing a state where a call or (with a non-empty
+ * stack) a return could happen, and (ends given) the states allowed tokens end in.  Subtrees the
+ * start slice or the text first bytes already put in words, and subtrees a state's slice absorbs
+ * whole, are skipped (not in a `plain` walk: of a rest trie, which the slices do not index).
+ * Depth-first through each node's child list (the children lie a subtree apart in the DFS arrays). */
+static int walk_trie(Tables *tb, const Trie *tr, int plain, Dfa *d, long from, Py_ssize_t node, int depth0, int nonempty,
+                     uint32_t *words, const Start *start, Vec *escapes, Vec *ends, const Scratch *sc) {
     const uint8_t *root_set = start->root_set, *rpure = start->root_pure, *fc = start->fc;
-    const int32_t *tend = tb->tend, *tlo = tb->tlo, *ids = tb->ids, *theight = tb->theight, *kid_off = tb->kid_off;
-    const uint32_t *kids = tb->kids;
+    const int32_t *tend = tr->tend, *tlo = tr->tlo, *ids = tr->ids, *theight = tr->theight, *kid_off = tr->kid_off;
+    const uint32_t *kids = tr->kids;
     const Slice *text = &tb->slices[tb->text_id];
     const uint8_t *fm = text->set, *fpure = text->root_pure;
     int32_t *st = sc->st, *esc_pos = sc->esc_pos, *esc_st = sc->esc_st, *nd = sc->nd, *cur = sc->cur, *lim = sc->lim;
@@ -496,27 +569,33 @@ static int walk_trie(Tables *tb, Dfa *d, long from, Py_ssize_t node, int depth0,
             t = d->t.trans[(Py_ssize_t)p * 256 + b];
         }
         if (t < 0) {
-            if (esc_pos[k - 1] >= 0)
-                for (int32_t r = tlo[i]; r < tlo[tend[i]]; r++)
-                    if (vec_push4(cands, ids[r], esc_pos[k - 1], esc_st[k - 1], nd[esc_pos[k - 1]]) < 0) return -1;
+            if (esc_pos[k - 1] >= 0 && vec_push_escape(escapes, esc_pos[k - 1], esc_st[k - 1], (int32_t)(tr->base + nd[esc_pos[k - 1]])) < 0)
+                return -1;
             continue;
         }
         const Py_ssize_t e = tend[i];
         if (e == i + 1) {
             set_rows(words, ids, tlo[i], tlo[e]);
+            if (vec_push_end(ends, t) < 0) return -1;
             continue;
         }
-        set_rows(words, ids, tlo[i], tlo[i + 1]);
+        if (tlo[i] < tlo[i + 1]) {
+            set_rows(words, ids, tlo[i], tlo[i + 1]);
+            if (vec_push_end(ends, t) < 0) return -1;
+        }
         const int in_r = inroot[k - 1] && root_set[b];
         if (in_r && rpure[i] && k + theight[i] <= start->absorb) continue;  /* all in words */
         /* first byte from fc, the rest string text: text_first OR-ed these too */
         const int in_fc = k == 1 ? fc[b] : infc[k - 1] && fm[b];
         if (in_fc && fpure[i]) continue;
-        if (d->t.slice_of[t] == SLICE_UNKNOWN && dfa_build(d, t, 1) < 0) return -1;
-        const int sl = d->t.slice_of[t];
-        if (sl >= 0 && sl < tb->num_slices && theight[i] <= d->t.absorb[t] && tb->slices[sl].pure[i]) {
-            set_rows(words, ids, tlo[i + 1], tlo[e]);
-            continue;
+        if (!plain) {
+            if (d->t.slice_of[t] == SLICE_UNKNOWN && dfa_build(d, t, 1) < 0) return -1;
+            const int sl = d->t.slice_of[t];
+            if (sl >= 0 && sl < tb->num_slices && theight[i] <= d->t.absorb[t] && tb->slices[sl].pure[i]) {
+                set_rows(words, ids, tlo[i + 1], tlo[e]);
+                if (vec_push_end(ends, t) < 0) return -1;  /* and the states of t's slice run after it */
+                continue;
+            }
         }
         int32_t ep = esc_pos[k - 1], es = esc_st[k - 1];
         const uint8_t f = d->t.flags[t];
@@ -536,7 +615,7 @@ static int walk_trie(Tables *tb, Dfa *d, long from, Py_ssize_t node, int depth0,
 
 /* The start of the walk from s: row and slice of s, the words its slice already gives, the
  * text first bytes (unless s itself is in string text). */
-static int walk_start(Tables *tb, Dfa *d, PyObject *vocab, long s, uint32_t *words, Start *start) {
+static int walk_start(Tables *tb, Dfa *d, PyObject *vocab, long s, uint32_t *words, Start *start, Vec *ends) {
     memset(start, 0, sizeof(*start));
     if ((d->t.trans[(Py_ssize_t)s * 256] == UNKNOWN || d->t.slice_of[s] == SLICE_UNKNOWN) && dfa_build(d, s, 1) < 0)
         return -1;
@@ -550,13 +629,67 @@ static int walk_start(Tables *tb, Dfa *d, PyObject *vocab, long s, uint32_t *wor
     } else {
         memset(words, 0, tb->num_words * sizeof(uint32_t));
     }
-    return sl == tb->text_id ? 0 : text_first(tb, d, s, words, start);
+    return sl == tb->text_id ? 0 : text_first(tb, d, s, words, start, ends);
+}
+
+/* The trie holding the node numbered `node` (0 <= node < all_nodes). */
+static const Trie *node_trie(const Tables *tb, long node) {
+    for (int s = 0; s < tb->num_slices; s++)
+        for (int r = 0; r < 2; r++) {
+            const Trie *tr = &tb->slices[s].rest[r];
+            if (tr->num_nodes > 0 && node >= tr->base && node < tr->base + tr->num_nodes) return tr;
+        }
+    return &tb->trie;
+}
+
+/* Instead of the whole trie (after walk_start: row and slice of s known), walk the slice's rest
+ * tries when every character of s's slice leads to one state t that loops on it (t may be s):
+ * a token's longest prefix of slice characters then ends in t (or is empty, in s), and what
+ * follows decides.  Not when t could call or return (the prefix would pass where an escape
+ * starts).  1: walked; 0: not possible here; -1: error.  Escapes name rest-trie nodes (by their
+ * global numbers), where the subtree walk goes on. */
+static int rest_walk(Tables *tb, Dfa *d, long s, int nonempty, uint32_t *words, Vec *escapes, Vec *ends,
+                     const Scratch *sc) {
+    const int sl = d->t.slice_of[s];
+    if (sl < 0 || sl >= tb->num_slices || tb->slices[sl].rest[0].num_nodes < 0 || d->t.absorb[s] < UNBOUNDED) return 0;
+    const long t = d->t.dominant[s];
+    if (t < 0) return 0;
+    if (t != s) {
+        long slt;
+        if (state_slice(tb, d, t, &slt) < 0) return -1;
+        if (slt != sl || d->t.absorb[t] < UNBOUNDED || d->t.dominant[t] != t) return 0;
+    }
+    if (d->t.flags[t] & (FLAG_CALLS | (nonempty ? FLAG_FINAL : 0))) return 0;
+    Start none;
+    memset(&none, 0, sizeof(none));
+    const Trie *rest = tb->slices[sl].rest;
+    if (walk_trie(tb, &rest[0], 1, d, s, -1, 0, nonempty, words, &none, escapes, ends, sc) < 0) return -1;
+    if (walk_trie(tb, &rest[1], 1, d, t, -1, 0, nonempty, words, &none, escapes, ends, sc) < 0) return -1;
+    return 1;
+}
+
+/* The distinct states of states[0:n] (each below num_states), in order of first appearance, as a list. */
+static PyObject *distinct_states(const int32_t *states, Py_ssize_t n, Py_ssize_t num_states) {
+    uint8_t *mark = calloc(num_states ? num_states : 1, 1);
+    PyObject *out = PyList_New(0);
+    if (!mark || !out) { free(mark); Py_XDECREF(out); return PyErr_NoMemory(); }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const int32_t t = states[i];
+        if (t < 0 || t >= num_states || mark[t]) continue;
+        mark[t] = 1;
+        PyObject *v = PyLong_FromLong(t);
+        if (!v || PyList_Append(out, v) < 0) { Py_XDECREF(v); Py_DECREF(out); free(mark); return NULL; }
+        Py_DECREF(v);
+    }
+    free(mark);
+    return out;
 }
 
 /* One walk from state s: of the whole trie after walk_start (which first writes all of out), or
- * (node >= 0) of that node's subtree, OR-ing into out.  None, or the candidates as int32 quadruples. */
+ * (node >= 0) of that node's subtree, OR-ing into out.  None, or the escapes as int32 triples;
+ * with want_ends a pair of that and the list of distinct states the allowed tokens end in. */
 static PyObject *walk_call(Tables *tb, PyObject *dfa, PyObject *vocab, long s, long node, int nonempty, PyObject *out_obj,
-                           PyObject *copy_obj, Py_ssize_t copy_row) {
+                           PyObject *copy_obj, Py_ssize_t copy_row, int want_ends) {
     Py_buffer out, copy = {0};
     if (PyObject_GetBuffer(out_obj, &out, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) return NULL;
     if (copy_obj && PyObject_GetBuffer(copy_obj, &copy, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
@@ -565,13 +698,14 @@ static PyObject *walk_call(Tables *tb, PyObject *dfa, PyObject *vocab, long s, l
     }
     PyObject *result = NULL;
     Dfa d;
-    Vec cands = {NULL, 0, 0};
+    Vec cands = {NULL, 0, 0}, ends = {NULL, 0, 0};
+    Vec *ends_p = want_ends ? &ends : NULL;
     Start start;
     int32_t ints_buf[SCRATCH_INTS * STACK_DEPTH];
     uint8_t flags_buf[2 * STACK_DEPTH];
     int32_t *ints = ints_buf;
     uint8_t *flags = flags_buf;
-    const int depth = tb->max_depth + 1;
+    const int depth = tb->trie.max_depth + 1;
     if (depth > STACK_DEPTH) {
         ints = malloc(SCRATCH_INTS * depth * sizeof(int32_t));
         flags = malloc(2 * depth);
@@ -588,19 +722,34 @@ static PyObject *walk_call(Tables *tb, PyObject *dfa, PyObject *vocab, long s, l
         PyErr_SetString(PyExc_IndexError, "row out of range");
         goto fail;
     }
-    if (node < -1 || node >= tb->num_nodes) { PyErr_SetString(PyExc_IndexError, "trie node out of range"); goto fail; }
+    if (node < -1 || node >= tb->all_nodes) { PyErr_SetString(PyExc_IndexError, "trie node out of range"); goto fail; }
     if (dfa_open(&d, dfa) < 0) goto fail;
     if (s < 0 || s >= d.t.num_states) { PyErr_SetString(PyExc_IndexError, "DFA state out of range"); dfa_close(&d); goto fail; }
     int rc;
     if (node < 0) {
-        rc = walk_start(tb, &d, vocab, s, out.buf, &start);
+        rc = walk_start(tb, &d, vocab, s, out.buf, &start, ends_p);
+        const int r = rc == 0 ? rest_walk(tb, &d, s, nonempty, out.buf, &cands, ends_p, &sc) : 0;
+        if (r < 0) rc = -1;
+        else if (r) goto walked;  /* the slice's tokens from walk_start, the others by their rests */
+        rc = walk_trie(tb, &tb->trie, 0, &d, s, -1, 0, nonempty, out.buf, &start, &cands, ends_p, &sc);
     } else {
         memset(&start, 0, sizeof(start));
         rc = d.t.trans[(Py_ssize_t)s * 256] == UNKNOWN ? dfa_build(&d, s, 1) : 0;
+        const Trie *tr = node_trie(tb, node);
+        if (rc == 0)
+            rc = walk_trie(tb, tr, tr != &tb->trie, &d, s, node - tr->base, tr->tdepth[node - tr->base], nonempty, out.buf,
+                           &start, &cands, ends_p, &sc);
     }
-    if (rc == 0 && walk_trie(tb, &d, s, node, node < 0 ? 0 : tb->tdepth[node], nonempty, out.buf, &start, &cands, &sc) == 0) {
+walked:
+    if (rc == 0) {
         if (cands.len) result = PyBytes_FromStringAndSize((const char *)cands.data, cands.len * (Py_ssize_t)sizeof(int32_t));
         else result = Py_NewRef(Py_None);
+        if (result && want_ends) {
+            PyObject *e = distinct_states(ends.data, ends.len, d.t.num_states);
+            PyObject *pair = e ? PyTuple_Pack(2, result, e) : NULL;
+            Py_XDECREF(e);
+            Py_SETREF(result, pair);
+        }
         if (copy_obj) memcpy((char *)copy.buf + copy_row * out.len, out.buf, out.len);
     }
     dfa_close(&d);
@@ -608,17 +757,18 @@ fail:
     if (ints != ints_buf) free(ints);
     if (flags != flags_buf) free(flags);
     free(cands.data);
+    free(ends.data);
     PyBuffer_Release(&out);
     if (copy_obj) PyBuffer_Release(&copy);
     return result;
 }
 
-/* mask(tables, dfa, vocab, state, nonempty, out[, rows, row]) -> None, or int32 quadruples as bytes.
+/* mask(tables, dfa, vocab, state, nonempty, out[, rows, row]) -> None, or int32 triples as bytes.
  * Writes into out (int32 [num_words]) the tokens allowed from DFA state `state` without looking
  * at the stack, and copies out into rows[row] (a bitmask, int32 [*, num_words]) when given, which
- * saves the matcher a copy; returns the (token id, byte position, DFA state, trie node) of tokens
- * to check against the stack (they die in the DFA after passing a call, or with a non-empty stack
- * a return, at that position, state and node), if any. */
+ * saves the matcher a copy; returns the escapes, if any: (byte position, DFA state, trie node)
+ * where tokens that then die in the DFA passed a call, or with a non-empty stack a return (every
+ * token below that node is to be checked against the stack; repeats possible). */
 static PyObject *mask(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if ((nargs != 6 && nargs != 8) || Py_TYPE(args[0]) != &TablesType) {
         PyErr_SetString(PyExc_TypeError, "mask(tables, dfa, vocab, state, nonempty, out[, rows, row])");
@@ -628,11 +778,27 @@ static PyObject *mask(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     const int nonempty = PyObject_IsTrue(args[4]);
     const Py_ssize_t row = nargs == 8 ? PyLong_AsSsize_t(args[7]) : 0;
     if ((s == -1 && PyErr_Occurred()) || nonempty < 0 || (row == -1 && PyErr_Occurred())) return NULL;
-    return walk_call((Tables *)args[0], args[1], args[2], s, -1, nonempty, args[5], nargs == 8 ? args[6] : NULL, row);
+    return walk_call((Tables *)args[0], args[1], args[2], s, -1, nonempty, args[5], nargs == 8 ? args[6] : NULL, row, 0);
 }
 
-/* subtree(tables, dfa, node, state, nonempty, out) -> None, or quadruples as mask() gives:
- * OR into out the tokens below trie node `node` whose bytes after it the DFA takes from
+/* mask_ends(tables, dfa, vocab, state, nonempty, out) -> (mask()'s result, ends): mask() that also
+ * returns the list of distinct states the allowed tokens end in (each token's own end state; for
+ * a run a slice absorbs, the state where it starts): the next token boundaries, for
+ * grammar/precompute.py. */
+static PyObject *mask_ends(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 6 || Py_TYPE(args[0]) != &TablesType) {
+        PyErr_SetString(PyExc_TypeError, "mask_ends(tables, dfa, vocab, state, nonempty, out)");
+        return NULL;
+    }
+    const long s = PyLong_AsLong(args[3]);
+    const int nonempty = PyObject_IsTrue(args[4]);
+    if ((s == -1 && PyErr_Occurred()) || nonempty < 0) return NULL;
+    return walk_call((Tables *)args[0], args[1], args[2], s, -1, nonempty, args[5], NULL, 0, 1);
+}
+
+/* subtree(tables, dfa, node, state, nonempty, out) -> None, or triples as mask() gives:
+ * OR into out the tokens below trie node `node` (as escapes name it: of the trie or of a rest
+ * trie) whose bytes after it the DFA takes from
  * `state` (the rest of the candidates of a mask, from a configuration past their call or return). */
 static PyObject *subtree(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 6 || Py_TYPE(args[0]) != &TablesType) {
@@ -643,7 +809,7 @@ static PyObject *subtree(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     const int nonempty = PyObject_IsTrue(args[4]);
     if (((node == -1 || s == -1) && PyErr_Occurred()) || nonempty < 0) return NULL;
     if (node < 0) { PyErr_SetString(PyExc_IndexError, "trie node out of range"); return NULL; }
-    return walk_call((Tables *)args[0], args[1], NULL, s, node, nonempty, args[5], NULL, 0);
+    return walk_call((Tables *)args[0], args[1], NULL, s, node, nonempty, args[5], NULL, 0, 0);
 }
 
 /* run(dfa, state, data, pos, stop_final) -> (state, pos): steps bytes while the state has no
@@ -682,6 +848,7 @@ done:
 
 static PyMethodDef methods[] = {
     {"mask", (PyCFunction)(void (*)(void))mask, METH_FASTCALL, "One DFA state's mask by a walk of the token trie (see the module source)."},
+    {"mask_ends", (PyCFunction)(void (*)(void))mask_ends, METH_FASTCALL, "mask() plus the states its tokens end in (see the module source)."},
     {"subtree", (PyCFunction)(void (*)(void))subtree, METH_FASTCALL, "The walk below one trie node (see the module source)."},
     {"run", run, METH_VARARGS, "Step bytes through the DFA until a branching state."},
     {NULL, NULL, 0, NULL},

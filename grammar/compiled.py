@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import TYPE_CHECKING
 
@@ -12,6 +13,7 @@ from grammar.ir import Grammar
 from grammar.masks import StateMask, _walk, compute_mask, fill_single, uses_c_walk
 from grammar.nfa import build_nfa
 from grammar.pda import States, advance, is_complete
+from grammar.precompute import precompute_masks
 from grammar.vocab import Vocabulary
 
 if TYPE_CHECKING:
@@ -28,6 +30,9 @@ UTF8_RUN_TOKENS = 50_000
 # first masks' walks find most of their rows (1-2 us each) built: some 500 rows in the budget.
 WARM_ROWS = 2000
 WARM_BUDGET_S = 0.0015
+# State masks made at compile time, outward from the start (grammar/precompute.py).
+PRECOMPUTE_STATES = 1000
+PRECOMPUTE_BUDGET_S = float(os.environ.get("GRAMMAR_PRECOMPUTE_MS", "3")) / 1e3
 
 
 class CompiledGrammar:
@@ -52,6 +57,8 @@ class CompiledGrammar:
         self._state_masks: dict[tuple[int, bool], StateMask] = {}
         self._masks: dict[States, np.ndarray] = {}
         self._complete: dict[States, bool] = {}
+        self.precomputed = precompute_masks(self.dfa, vocab, self._state_masks, self._masks,
+                                            PRECOMPUTE_STATES, PRECOMPUTE_BUDGET_S)
 
     def _slice_id(self, in_set: np.ndarray) -> int:
         return self.vocab.canonical_slice(in_set)

@@ -10,6 +10,7 @@ import numpy as np
 
 from grammar.dfa import FLAG_CALLS, FLAG_FINAL, UNKNOWN, LazyDfa
 from grammar.pda import States, advance, expand, is_complete
+from grammar.rest_trie import rest_tries
 from grammar.trie import TrieLevel
 from grammar.slices import pack_bits
 from grammar.vocab import MIN_SLICE_BYTES, Vocabulary
@@ -37,16 +38,21 @@ SMALL_TOKENS = 96     # ...this many tokens under them, finish in Python
 @dataclass(slots=True)
 class StateMask:
     """What one DFA state allows without looking at the stack: tokens consumed entirely in the
-    DFA (`words`), and tokens that die in the DFA after passing a state where a call or return
-    could happen (`cand_*`: token id, byte position, DFA state there; from the C walk also the
-    trie node there, and the distinct (position, state, node) as `escapes`). Never changed once
-    made (not frozen: a frozen dataclass costs a microsecond more per mask)."""
+    DFA (`words`), and where the others could go on past a call or a return: from the numpy walk
+    the candidate tokens (`cand_*`: token id, byte position, DFA state there), from the C walk the
+    distinct escapes (byte position, DFA state, trie node) below which every token is to be
+    checked against the stack. Never changed once made (not frozen: a frozen dataclass costs a
+    microsecond more per mask)."""
 
     words: np.ndarray  # int32 [num_words]
     cand_ids: np.ndarray  # int [num_cand]
     cand_pos: np.ndarray  # int [num_cand]
     cand_state: np.ndarray  # int [num_cand]
     escapes: list[tuple[int, int, int]] | None = None
+
+    def stack_free(self) -> bool:
+        """True when the stack cannot change this state's mask (`words` is the whole answer)."""
+        return not self.escapes and not len(self.cand_ids)
 
 
 def walk_tables(vocab: Vocabulary) -> object:
@@ -56,8 +62,10 @@ def walk_tables(vocab: Vocabulary) -> object:
         slices = tuple((sl.set_bytes, sl.pure_flat, sl.root_pure_flat, sl.words) for sl in vocab.slice_list)
         text = vocab.slice_list[vocab.utf8_text_slice]
         first = text.in_set[:128].astype(np.uint8).tobytes()
+        rest = rest_tries(vocab, text)
         tables = vocab.walk_tables = _walk.Tables(vocab.num_words, vocab.trie_arrays, slices, (
-            ASCII_TEXT_SLICE, text.id, first, text.first_ids, text.first_off, text.rest_words, text.multi_first_words))
+            ASCII_TEXT_SLICE, text.id, first, text.first_ids, text.first_off, text.rest_words, text.multi_first_words),
+            ((text.id, *rest),) if rest is not None else ())
     return tables
 
 
@@ -69,15 +77,13 @@ def state_mask_c(dfa: LazyDfa, vocab: Vocabulary, d: int, nonempty_stack: bool) 
 
 def _state_mask(words: np.ndarray, raw: bytes | None) -> StateMask:
     """A StateMask from what `_walk.mask` wrote and returned."""
-    if raw is None:
-        return StateMask(words, _NO_CANDS, _NO_CANDS, _NO_CANDS)
-    cands = np.frombuffer(raw, dtype=np.int32).reshape(-1, 4)  # [num_cand, (id, pos, state, node)]
-    return StateMask(words, cands[:, 0], cands[:, 1], cands[:, 2], _escapes(cands))
+    return StateMask(words, _NO_CANDS, _NO_CANDS, _NO_CANDS, _escapes(raw) if raw is not None else None)
 
 
-def _escapes(cands: np.ndarray) -> list[tuple[int, int, int]]:
-    """Distinct (position, state, node) of the candidates [num_cand, 4], in order of appearance."""
-    return list(dict.fromkeys(zip(cands[:, 1].tolist(), cands[:, 2].tolist(), cands[:, 3].tolist())))
+def _escapes(raw: bytes) -> list[tuple[int, int, int]]:
+    """The distinct (position, state, node) of the C walk's int32 triples, in order of appearance."""
+    v = np.frombuffer(raw, dtype=np.int32).tolist()
+    return list(dict.fromkeys(zip(v[0::3], v[1::3], v[2::3])))
 
 
 def _step(dfa: LazyDfa, states: np.ndarray, cols: np.ndarray) -> np.ndarray:
@@ -238,7 +244,7 @@ def compute_mask(dfa: LazyDfa, vocab: Vocabulary, configs: States, cache: dict[t
         ((stack, d),) = configs
         if not dfa.flags.item(d) & _STOP:
             sm = cache.get((d, bool(stack))) or _cached_state_mask(dfa, vocab, d, bool(stack), cache)
-            if not len(sm.cand_ids):
+            if sm.stack_free():
                 return sm.words
     words = np.zeros(vocab.num_words, dtype=np.int32)
     if _walk is not None:
@@ -275,7 +281,7 @@ def fill_single(dfa: LazyDfa, vocab: Vocabulary, configs: States, cache: dict[tu
             return words
         cache[key] = _state_mask(words, raw)
         return None
-    if len(sm.cand_ids):
+    if not sm.stack_free():
         return None
     rows[row] = sm.words
     return sm.words
@@ -313,8 +319,7 @@ def _walk_escapes(dfa: LazyDfa, vocab: Vocabulary, escapes: list[tuple[tuple[int
             seen.add(key)
             raw = _walk.subtree(tables, dfa, node, d, bool(stk), words)
             if raw is not None:
-                cands = np.frombuffer(raw, dtype=np.int32).reshape(-1, 4)
-                escapes.extend((stk, s2, n2) for _, s2, n2 in _escapes(cands))
+                escapes.extend((stk, s2, n2) for _, s2, n2 in _escapes(raw))
 
 
 def _candidates_allowed(dfa: LazyDfa, vocab: Vocabulary, slow: list[tuple[int, tuple[int, ...], int, int]],

@@ -11,6 +11,7 @@ import pytest
 
 import grammar
 import grammar.masks as masks
+import grammar.rest_trie as rest_trie
 from grammar.compiled import CompiledGrammar
 from grammar.json_schema import compile_schema_to_grammar
 from grammar.lark_frontend import lark_to_grammar
@@ -237,3 +238,51 @@ def test_tokens_across_several_returns_match_brute_force(monkeypatch):
         checked += len(want)
     assert checked > 30
     assert any(sm.escapes for sm in g._state_masks.values())  # the subtree walks were needed
+
+
+@needs_c
+@pytest.mark.parametrize("seed", [5, 6])
+def test_rest_tries_match_brute_force(seed, monkeypatch):
+    """String states walk the text slice's rest tries (tokens by what follows their longest run
+    of string characters) instead of the whole trie; escapes inside a rest trie (a quote, then a
+    return from a hoisted item) go on below its nodes. Masks equal brute force on random walks."""
+    monkeypatch.setattr(rest_trie, "MAX_REST_SHARE", 1.0)  # the random vocabulary is mostly outside
+    vocab = _random_vocab(seed)
+    tables = masks.walk_tables(vocab)
+    assert tables.all_nodes > len(vocab.flat.byte)
+    rng = random.Random(seed)
+    items = {"type": "array", "items": {"type": "object", "properties": {"s": {"type": "string"}, "t": {"type": "string"}},
+                                        "required": ["s"]}, "minItems": 2}
+    schemas = SCHEMAS + [items, {"type": "object", "properties": {"x": {"type": "string", "minLength": 1}}}]
+    for schema in schemas:
+        g = CompiledGrammar(compile_schema_to_grammar(schema, "compact"), vocab)
+        for _ in range(3):
+            m = g.matcher()
+            for _ in range(30):
+                want = _brute(g, m.state)
+                assert _bits(g.mask(m.state), vocab) == want, (schema, m.state)
+                if not want or want == set(vocab.eos_token_ids):
+                    break
+                assert m.accept(rng.choice(sorted(want - set(vocab.eos_token_ids)) or sorted(want)))
+
+
+def test_rest_tries_hold_every_token_outside_the_slice():
+    """Each token that is not string text is in exactly one rest trie, under the bytes after its
+    longest prefix of whole string characters (none: the first trie)."""
+    tokens = [b"ab", b'a"', b'"', b'x",', b"\\n", b"\xc3\xa9\xc3", b"\xc3", b"\xc3\xa9", b"b\n", b'a"'] + [None]
+    vocab = grammar.Vocabulary(tokens, [len(tokens) - 1], len(tokens))
+    text = vocab.slice_list[vocab.utf8_text_slice]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(rest_trie, "MAX_REST_SHARE", 1.0)
+        first, after = rest_trie.rest_tries(vocab, text)
+
+    def rests(arrays):  # (bytes, token id) of each row, read back from the flat trie
+        byte, depth, end, lo, ids, _ = arrays
+        out, path = [], []
+        for i in range(len(byte)):
+            path = path[: depth[i] - 1] + [int(byte[i])]
+            out += [(bytes(path), int(ids[r])) for r in range(lo[i], lo[i + 1])]
+        return sorted(out)
+
+    assert rests(first) == [(b'"', 2), (b"\\n", 4), (b"\xc3", 6)]
+    assert rests(after) == sorted([(b'"', 1), (b'"', 9), (b'",', 3), (b"\n", 8), (b"\xc3", 5)])

@@ -1,0 +1,62 @@
+"""Masks made at compile time, so that decoding's first steps find them made.
+
+A mask made lazily costs its step 5-30 us of trie walk plus the Python around it; made here it
+costs a dictionary hit (~2 us). Which states to make: the token boundaries nearest the start,
+breadth-first — the walk of a state reports the states its allowed tokens end in (grammar/_walk.c
+`mask_ends`), and those are the states the next step's mask starts from. Bounded by a count and a
+time budget (the time to the first mask stays a few milliseconds); whatever is not made here is
+made on first use, as before. Without the C walk nothing is made here.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+
+import numpy as np
+
+from grammar.dfa import FLAG_CALLS, LazyDfa
+from grammar.masks import _STOP, StateMask, _state_mask, _walk, walk_tables
+from grammar.pda import States
+from grammar.vocab import Vocabulary
+
+Key = tuple[int, bool]  # (DFA state, whether the stack is non-empty), as the state mask cache keys it
+
+
+def precompute_masks(dfa: LazyDfa, vocab: Vocabulary, state_masks: dict[Key, StateMask],
+                     masks: dict[States, np.ndarray], max_states: int, budget_s: float) -> int:
+    """Walk up to `max_states` states (about `budget_s` seconds) outward from the rule starts,
+    filling `state_masks` and, for a state on the empty stack that needs no pushdown step, the
+    whole-configuration cache `masks`; returns how many states were walked."""
+    if _walk is None or max_states <= 0 or budget_s <= 0:
+        return 0
+    tables = vocab.walk_tables or walk_tables(vocab)
+    end = time.perf_counter() + budget_s
+    starts = [(dfa.rule_start[0], False)] + [(s, True) for s in dfa.rule_start[1:]]
+    seen: set[Key] = set(starts)
+    queue: deque[Key] = deque(starts)
+    done = 0
+    while queue and done < max_states:
+        key = queue.popleft()
+        d, nonempty = key
+        words = np.empty(vocab.num_words, np.int32)
+        raw, ends = _walk.mask_ends(tables, dfa, vocab, d, nonempty, words)
+        sm = state_masks[key] = _state_mask(words, raw)
+        done += 1
+        flags = dfa.flags.item(d)
+        if not nonempty and not flags & _STOP and sm.stack_free():
+            masks[frozenset((((), d),))] = words
+        dom = dfa.dominant.item(d)
+        if dom >= 0:  # the next state of a run a slice absorbs (tokens ending inside it)
+            ends.append(dom)
+        found = [(t, nonempty) for t in ends]
+        if flags & FLAG_CALLS:  # tokens that enter a called rule, and the states returned to
+            for rule, ret in dfa.calls(d):
+                found += [(dfa.rule_start[rule], True), (ret, nonempty)]
+        for k in found:
+            if k not in seen:
+                seen.add(k)
+                queue.append(k)
+        if done % 8 == 0 and time.perf_counter() > end:
+            break
+    return done

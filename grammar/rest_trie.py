@@ -1,0 +1,72 @@
+"""A slice's rest tries: the tokens not made wholly of the slice, keyed by what follows their
+longest prefix of slice characters (their rest).
+
+From a DFA state whose slice characters all lead to one state that loops on them (the inside of
+a JSON string, or its start), such a prefix ends in that state, so a token is allowed exactly
+when its rest is: the C walk (grammar/_walk.c `rest_walk`) walks these tries of rests — a few
+thousand tokens that hold a quote, a backslash, a control byte or a cut UTF-8 character — instead
+of every path of the whole trie that leads to one (a string state's walk on a 262k vocabulary
+went from ~70-100 us to a few)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from grammar.slices import UTF8_BAD, TokenSlice
+from grammar.trie import build_trie, flatten_trie
+
+if TYPE_CHECKING:
+    from grammar.vocab import Vocabulary
+
+# Above this share of the vocabulary outside the slice, the rest trie is nearly the whole trie.
+MAX_REST_SHARE = 0.25
+
+
+def rest_tries(vocab: Vocabulary, sl: TokenSlice) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]] | None:
+    """The FlatTrie arrays (grammar/trie.py) of the slice's rests, each row one token (ids: the
+    tokens): of the tokens whose first character is outside the slice (the rest is the whole
+    token), and of those with a prefix in it; or None when too many tokens lie outside the slice."""
+    member = np.frombuffer(sl.set_bytes, dtype=np.uint8).astype(bool)
+    rows: list[np.ndarray] = []
+    splits: list[np.ndarray] = []
+    ok = np.ones(1, dtype=bool)  # the prefix is slice characters (maybe a cut one at its end)
+    cut = np.zeros(1, dtype=np.int64)  # the longest prefix of whole slice characters
+    for depth, lv in enumerate(vocab.trie, start=1):
+        ok = ok[lv.parent] & member[lv.byte]
+        if sl.utf8:
+            u8 = vocab.utf8_levels[depth - 1]
+            ok &= u8 != UTF8_BAD
+            whole = ok & (u8 == 0)
+        else:
+            whole = ok
+        cut = np.where(whole, depth, cut[lv.parent])
+        outside = (lv.token_row >= 0) & ~whole
+        rows.append(lv.token_row[outside])
+        splits.append(cut[outside])
+    row = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
+    split = np.concatenate(splits) if splits else np.zeros(0, dtype=np.int64)
+    if len(vocab.dup_rows):  # rows repeating an earlier row's bytes share its split
+        at = dict(zip(row.tolist(), split.tolist()))
+        extra = [(d, at[f]) for d, f in zip(vocab.dup_rows.tolist(), vocab.dup_first.tolist()) if f in at]
+        if extra:
+            row = np.concatenate([row, np.array([r for r, _ in extra], dtype=np.int64)])
+            split = np.concatenate([split, np.array([s for _, s in extra], dtype=np.int64)])
+    if len(row) > MAX_REST_SHARE * len(vocab.lens):
+        return None
+    ids = vocab.sorted_ids[row].tolist()
+    starts = [(vocab.token_bytes[t], t) for t, s in zip(ids, split.tolist()) if s == 0]
+    rests = [(vocab.token_bytes[t][s:], t) for t, s in zip(ids, split.tolist()) if s > 0]
+    return _flat(starts), _flat(rests)
+
+
+def _flat(pairs: list[tuple[bytes, int]]) -> tuple[np.ndarray, ...]:
+    """FlatTrie arrays of (bytes, token id) pairs (any order; none empty)."""
+    pairs.sort()
+    max_len = max((len(r) for r, _ in pairs), default=1)
+    mat = np.zeros((len(pairs), max_len), dtype=np.uint8)
+    for k, (rest, _) in enumerate(pairs):
+        mat[k, : len(rest)] = np.frombuffer(rest, dtype=np.uint8)
+    lens = np.array([len(r) for r, _ in pairs], dtype=np.int32)
+    return flatten_trie(build_trie(mat, lens), np.array([t for _, t in pairs], dtype=np.int64)).arrays()
