@@ -173,6 +173,9 @@ typedef struct {
     uint8_t set[256];               /* bytes a token of the slice may hold */
     const uint8_t *pure, *root_pure;  /* uint8 [num_nodes]: every byte below the node is in the slice */
     const uint32_t *words;          /* the slice's tokens */
+    const int32_t *char_max, *char_depth;  /* UTF-8 slices (NULL: characters are bytes): per node the most
+                                     * characters of a token below, and of its prefix (a bounded run
+                                     * of the slice counts characters) */
     const uint32_t *upto[MAX_UPTO]; /* its tokens of at most k bytes (from Python, on first use) */
     Trie rest[2];                   /* tokens not in the slice by what follows their longest prefix of
                                      * slice characters: [0] with none (the whole token), [1] with
@@ -276,7 +279,10 @@ static int tables_slices(Tables *tb, PyObject *slices) {
     for (int s = 0; s < tb->num_slices; s++) {
         PyObject *item = PyTuple_GET_ITEM(slices, s);
         Slice *sl = &tb->slices[s];
-        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 4) { PyErr_SetString(PyExc_ValueError, "slice must be a 4-tuple"); return -1; }
+        if (!PyTuple_Check(item) || (PyTuple_GET_SIZE(item) != 4 && PyTuple_GET_SIZE(item) != 6)) {
+            PyErr_SetString(PyExc_ValueError, "slice must be a 4-tuple or a 6-tuple");
+            return -1;
+        }
         const uint8_t *set = take(tb, PyTuple_GET_ITEM(item, 0), 1, 256, NULL);
         if (!set) return -1;
         memcpy(sl->set, set, 256);
@@ -284,6 +290,10 @@ static int tables_slices(Tables *tb, PyObject *slices) {
         if (!(sl->pure = take(tb, PyTuple_GET_ITEM(item, 1), 1, tb->trie.num_nodes, NULL))) return -1;
         if (!(sl->root_pure = take(tb, PyTuple_GET_ITEM(item, 2), 1, tb->trie.num_nodes, NULL))) return -1;
         if (!(sl->words = take(tb, PyTuple_GET_ITEM(item, 3), 4, tb->num_words, NULL))) return -1;
+        if (PyTuple_GET_SIZE(item) == 6) {
+            if (!(sl->char_max = take(tb, PyTuple_GET_ITEM(item, 4), 4, tb->trie.num_nodes, NULL))) return -1;
+            if (!(sl->char_depth = take(tb, PyTuple_GET_ITEM(item, 5), 4, tb->trie.num_nodes, NULL))) return -1;
+        }
     }
     return 0;
 }
@@ -463,6 +473,7 @@ static inline void set_rows(uint32_t *words, const int32_t *ids, int32_t lo, int
  * already in words) and the first bytes b whose tokens b + text are already in words. */
 typedef struct {
     const uint8_t *root_set, *root_pure;  /* NULL: no slice */
+    const int32_t *root_chars;  /* the slice's char_max (NULL: count bytes) */
     long absorb;
     uint8_t fc[256];
 } Start;
@@ -584,14 +595,16 @@ static int walk_trie(Tables *tb, const Trie *tr, int plain, Dfa *d, long from, P
             if (vec_push_end(ends, t) < 0) return -1;
         }
         const int in_r = inroot[k - 1] && root_set[b];
-        if (in_r && rpure[i] && k + theight[i] <= start->absorb) continue;  /* all in words */
+        if (in_r && rpure[i] && (start->root_chars ? start->root_chars[i] : k + theight[i]) <= start->absorb)
+            continue;  /* all in words */
         /* first byte from fc, the rest string text: text_first OR-ed these too */
         const int in_fc = k == 1 ? fc[b] : infc[k - 1] && fm[b];
         if (in_fc && fpure[i]) continue;
         if (!plain) {
             if (d->t.slice_of[t] == SLICE_UNKNOWN && dfa_build(d, t, 1) < 0) return -1;
             const int sl = d->t.slice_of[t];
-            if (sl >= 0 && sl < tb->num_slices && theight[i] <= d->t.absorb[t] && tb->slices[sl].pure[i]) {
+            const Slice *ts = sl >= 0 && sl < tb->num_slices ? &tb->slices[sl] : NULL;
+            if (ts && (ts->char_max ? ts->char_max[i] - ts->char_depth[i] : theight[i]) <= d->t.absorb[t] && ts->pure[i]) {
                 set_rows(words, ids, tlo[i + 1], tlo[e]);
                 if (vec_push_end(ends, t) < 0) return -1;  /* and the states of t's slice run after it */
                 continue;
@@ -626,6 +639,7 @@ static int walk_start(Tables *tb, Dfa *d, PyObject *vocab, long s, uint32_t *wor
         if (slice_words(tb, d, vocab, (int)sl, start->absorb, words) < 0) return -1;
         start->root_set = tb->slices[sl].set;
         start->root_pure = tb->slices[sl].root_pure;
+        start->root_chars = tb->slices[sl].char_max;
     } else {
         memset(words, 0, tb->num_words * sizeof(uint32_t));
     }

@@ -59,7 +59,8 @@ def walk_tables(vocab: Vocabulary) -> object:
     """The vocabulary's arrays as held by the C walk (made once per vocabulary)."""
     tables = vocab.walk_tables
     if tables is None:
-        slices = tuple((sl.set_bytes, sl.pure_flat, sl.root_pure_flat, sl.words) for sl in vocab.slice_list)
+        slices = tuple((sl.set_bytes, sl.pure_flat, sl.root_pure_flat, sl.words)
+                       + ((sl.char_max, sl.char_depth) if sl.char_max is not None else ()) for sl in vocab.slice_list)
         text = vocab.slice_list[vocab.utf8_text_slice]
         first = text.in_set[:128].astype(np.uint8).tobytes()
         rest = rest_tries(vocab, text)

@@ -75,7 +75,7 @@ class TokenSlice:
     state); `pure` is the per-depth form (numpy walk)."""
 
     __slots__ = ("id", "in_set", "utf8", "set_bytes", "words", "pure_flat", "root_pure_flat", "_pure", "_vocab", "_ok",
-                 "_upto", "rest_words", "first_ids", "first_off", "multi_first_words")
+                 "_upto", "rest_words", "first_ids", "first_off", "multi_first_words", "char_max", "char_depth", "_row_chars")
 
     def __init__(self, slice_id: int, in_set: np.ndarray, vocab: Vocabulary, utf8: bool = False) -> None:
         self.id = slice_id
@@ -119,8 +119,13 @@ class TokenSlice:
         self.first_ids = np.zeros(0, dtype=np.int32)  # token ids b + text, grouped by first byte b
         self.first_off = np.zeros(129, dtype=np.int32)  # [129]: byte b's ids are first_ids[off[b]:off[b + 1]]
         self.multi_first_words = self.rest_words
+        # A bounded run of a UTF-8 slice counts characters (a maxLength string): per flat node the
+        # most characters of a token below it and the characters of its own prefix (a started
+        # one counts), per sorted row its characters. None: characters are bytes.
+        self.char_max = self.char_depth = self._row_chars = None
         if utf8:
             self._first_byte_words(member, vocab)
+            self._char_counts(vocab)
             self.multi_first_words = self._pack(ok & (vocab.first_byte >= 0x80))  # first char non-ASCII
 
     def _first_byte_words(self, member: np.ndarray, vocab: Vocabulary) -> None:
@@ -143,18 +148,39 @@ class TokenSlice:
         self.first_off = np.searchsorted(vocab.first_byte[rows], np.arange(129)).astype(np.int32)
         self.rest_words = self._pack(rest_ok)
 
+    def _char_counts(self, vocab: Vocabulary) -> None:
+        depth: list[np.ndarray] = []
+        prev = np.zeros(1, dtype=np.int32)
+        rows = np.zeros(len(vocab.lens), dtype=np.int32)
+        for lv in vocab.trie:
+            prev = prev[lv.parent] + ((lv.byte & 0xC0) != 0x80).astype(np.int32)
+            depth.append(prev)
+            ends = lv.token_row >= 0
+            rows[lv.token_row[ends]] = prev[ends]
+        if len(vocab.dup_rows):
+            rows[vocab.dup_rows] = rows[vocab.dup_first]
+        most = [np.where(lv.token_row >= 0, d, 0).astype(np.int32) for lv, d in zip(vocab.trie, depth)]
+        for k in range(len(most) - 1, 0, -1):  # a node's most is its children's most, or its own token's
+            np.maximum.at(most[k - 1], vocab.trie[k].parent, most[k])
+        order = vocab.flat.order
+        self.char_max = np.concatenate(most)[order].astype(np.int32) if most else np.zeros(0, np.int32)
+        self.char_depth = np.concatenate(depth)[order].astype(np.int32) if depth else np.zeros(0, np.int32)
+        self._row_chars = rows
+
     def _pack(self, rows: np.ndarray) -> np.ndarray:
         allowed = np.zeros(self._vocab.num_words * 32, dtype=bool)
         allowed[self._vocab.sorted_ids[rows]] = True
         return pack_bits(allowed)
 
     def words_upto(self, max_len: int) -> np.ndarray:
-        """int32 [num_words]: the slice's tokens of at most `max_len` bytes (cached per length)."""
+        """int32 [num_words]: the slice's tokens of at most `max_len` characters (bytes, unless
+        UTF-8; cached per length)."""
         if max_len >= self._vocab.max_len:
             return self.words
         hit = self._upto.get(max_len)
         if hit is None:
-            hit = self._upto[max_len] = self._pack(self._ok & (self._vocab.lens <= max_len))
+            size = self._vocab.lens if self._row_chars is None else self._row_chars
+            hit = self._upto[max_len] = self._pack(self._ok & (size <= max_len))
         return hit
 
     @property

@@ -286,3 +286,30 @@ def test_rest_tries_hold_every_token_outside_the_slice():
 
     assert rests(first) == [(b'"', 2), (b"\\n", 4), (b"\xc3", 6)]
     assert rests(after) == sorted([(b'"', 1), (b'"', 9), (b'",', 3), (b"\n", 8), (b"\xc3", 5)])
+
+
+@needs_c
+@pytest.mark.parametrize("seed", [7, 8])
+def test_bounded_utf8_runs_count_characters(seed, monkeypatch):
+    """With many non-ASCII tokens a maxLength string counts characters (one DFA step per UTF-8
+    character): the walk skips subtrees by their tokens' character counts and takes the slice's
+    tokens of at most that many characters. Masks equal brute force, at every length."""
+    monkeypatch.setattr(grammar.compiled, "UTF8_RUN_TOKENS", 0)
+    vocab = _random_vocab(seed)
+    rng = random.Random(seed)
+    bounded = 0
+    for schema in ({"type": "string", "maxLength": 5}, {"type": "string", "minLength": 2, "maxLength": 9},
+                   {"type": "object", "properties": {"s": {"type": "string", "maxLength": 4}}}):
+        g = CompiledGrammar(compile_schema_to_grammar(schema, "compact"), vocab)
+        assert g.dfa.utf8_runs
+        for _ in range(4):
+            m = g.matcher()
+            for _ in range(30):
+                want = _brute(g, m.state)
+                assert _bits(g.mask(m.state), vocab) == want, (schema, m.state)
+                d = next(iter(m.state))[1]
+                bounded += g.dfa.slice_of[d] == vocab.utf8_text_slice and 0 < g.dfa.absorb[d] < 1 << 30
+                if not want or want == set(vocab.eos_token_ids):
+                    break
+                assert m.accept(rng.choice(sorted(want - set(vocab.eos_token_ids)) or sorted(want)))
+    assert bounded > 5  # the character-counting runs were walked
