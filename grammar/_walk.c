@@ -826,6 +826,44 @@ static PyObject *subtree(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     return walk_call((Tables *)args[0], args[1], NULL, s, node, nonempty, args[5], NULL, 0, 0);
 }
 
+/* sparse(words, limit[, base]) -> None, or bytes of int32 pairs (position, value), in order, of
+ * the words of the int32 array that differ from base (default all zero), when at most `limit`
+ * do and every bit of base is set in words (grammar/masks.py kept). */
+static PyObject *sparse(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 && nargs != 3) { PyErr_SetString(PyExc_TypeError, "sparse(words, limit[, base])"); return NULL; }
+    const Py_ssize_t limit = PyLong_AsSsize_t(args[1]);
+    if (limit == -1 && PyErr_Occurred()) return NULL;
+    if (limit < 0 || limit > 256) { PyErr_SetString(PyExc_ValueError, "limit must be 0..256"); return NULL; }
+    Py_buffer v, b = {0};
+    if (PyObject_GetBuffer(args[0], &v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return NULL;
+    if (nargs == 3 && PyObject_GetBuffer(args[2], &b, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        PyBuffer_Release(&v);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    if (v.itemsize != 4 || (nargs == 3 && (b.itemsize != 4 || b.len != v.len))) {
+        PyErr_SetString(PyExc_ValueError, "words and base must be int32 arrays of one length");
+        goto done;
+    }
+    const int32_t *w = v.buf, *base = nargs == 3 ? b.buf : NULL;
+    const Py_ssize_t n = v.len / 4;
+    int32_t pairs[2 * 256];
+    Py_ssize_t k = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const int32_t bw = base ? base[i] : 0;
+        if (w[i] == bw) continue;
+        if (k == limit || (w[i] & bw) != bw) { result = Py_NewRef(Py_None); goto done; }
+        pairs[2 * k] = (int32_t)i;
+        pairs[2 * k + 1] = w[i];
+        k++;
+    }
+    result = PyBytes_FromStringAndSize((const char *)pairs, 2 * k * (Py_ssize_t)sizeof(int32_t));
+done:
+    PyBuffer_Release(&v);
+    if (nargs == 3) PyBuffer_Release(&b);
+    return result;
+}
+
 /* run(dfa, state, data, pos, stop_final) -> (state, pos): steps bytes while the state has no
  * calls and (with stop_final) is not final, where a pushdown configuration could branch,
  * stopping before such a state's byte; state -1 when a byte is rejected. */
@@ -865,6 +903,7 @@ static PyMethodDef methods[] = {
     {"mask_ends", (PyCFunction)(void (*)(void))mask_ends, METH_FASTCALL, "mask() plus the states its tokens end in (see the module source)."},
     {"subtree", (PyCFunction)(void (*)(void))subtree, METH_FASTCALL, "The walk below one trie node (see the module source)."},
     {"run", run, METH_VARARGS, "Step bytes through the DFA until a branching state."},
+    {"sparse", (PyCFunction)(void (*)(void))sparse, METH_FASTCALL, "The few non-zero words of a mask, or None (see the module source)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from grammar.dfa import LazyDfa
 from grammar.ir import Grammar
-from grammar.masks import StateMask, _walk, compute_mask, fill_single, uses_c_walk
+from grammar.masks import StateMask, Words, _walk, compute_mask, dense, fill_single, has_token, uses_c_walk, write_row
 from grammar.nfa import build_nfa
 from grammar.pda import States, advance, is_complete
 from grammar.precompute import precompute_masks
@@ -55,7 +55,7 @@ class CompiledGrammar:
         self.initial: States = frozenset((((), self.dfa.rule_start[0]),))
         self.lock = threading.RLock()
         self._state_masks: dict[tuple[int, bool], StateMask] = {}
-        self._masks: dict[States, np.ndarray] = {}
+        self._masks: dict[States, Words] = {}
         self._complete: dict[States, bool] = {}
         self.precomputed = precompute_masks(self.dfa, vocab, self._state_masks, self._masks,
                                             PRECOMPUTE_STATES, PRECOMPUTE_BUDGET_S)
@@ -69,26 +69,26 @@ class CompiledGrammar:
         return Matcher(self)
 
     def mask(self, configs: States) -> np.ndarray:
-        """int32 [num_words] allowed-token bits for `configs` (cached; read-only)."""
+        """int32 [num_words] allowed-token bits for `configs` (a cached array is read-only)."""
         cached = self._masks.get(configs)
-        if cached is not None:
-            return cached
-        with self.lock:
-            return self._store(configs, compute_mask(self.dfa, self.vocab, configs, self._state_masks))
+        if cached is None:
+            with self.lock:
+                cached = self._store(configs, compute_mask(self.dfa, self.vocab, configs, self._state_masks))
+        return dense(cached)
 
     def fill(self, configs: States, rows: np.ndarray, row: int) -> None:
         """rows[row] = self.mask(configs), where one configuration's new walk writes the row itself."""
         with self.lock:
             words = self._masks.get(configs)
-            if words is not None:
-                rows[row] = words
-                return
-            words = fill_single(self.dfa, self.vocab, configs, self._state_masks, rows, row)
             if words is None:
-                words = rows[row] = compute_mask(self.dfa, self.vocab, configs, self._state_masks)
-            self._store(configs, words)
+                words = fill_single(self.dfa, self.vocab, configs, self._state_masks, rows, row)
+                if words is not None:
+                    self._store(configs, words)
+                    return
+                words = self._store(configs, compute_mask(self.dfa, self.vocab, configs, self._state_masks))
+            write_row(words, rows[row])
 
-    def _store(self, configs: States, words: np.ndarray) -> np.ndarray:
+    def _store(self, configs: States, words: Words) -> Words:
         if len(self._masks) >= MAX_CACHED_MASKS:
             self._masks.clear()
         self._masks[configs] = words
@@ -120,4 +120,4 @@ class CompiledGrammar:
         cached = self._masks.get(configs)
         if cached is None:
             return None
-        return bool((int(cached[token_id >> 5]) >> (token_id & 31)) & 1)
+        return has_token(cached, token_id)

@@ -4,6 +4,7 @@ call or a return) walked again below where they branch (C), or stepped token by 
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,7 +45,7 @@ class StateMask:
     checked against the stack. Never changed once made (not frozen: a frozen dataclass costs a
     microsecond more per mask)."""
 
-    words: np.ndarray  # int32 [num_words]
+    words: Words  # int32 [num_words] or its non-zero words
     cand_ids: np.ndarray  # int [num_cand]
     cand_pos: np.ndarray  # int [num_cand]
     cand_state: np.ndarray  # int [num_cand]
@@ -53,6 +54,109 @@ class StateMask:
     def stack_free(self) -> bool:
         """True when the stack cannot change this state's mask (`words` is the whole answer)."""
         return not self.escapes and not len(self.cand_ids)
+
+
+# A mask with at most this many non-zero words is kept as its non-zero words (SparseWords).
+SPARSE_WORDS = 64
+
+
+class SparseWords:
+    """A mask kept as the words where it differs from a shared base (none: all zero; else a
+    slice's words, which it holds whole: a string state). Most masks are such: a structural state
+    allows a handful of tokens, a string state its slice's tokens and a few more; and a new dense
+    row per mask costs more in page faults (fresh memory: ~20 us for the 32 KB of a 262k
+    vocabulary) than its walk. A bitmask row is written from this in a microsecond or two."""
+
+    __slots__ = ("index", "value", "base", "num_words")
+
+    def __init__(self, index: np.ndarray, value: np.ndarray, base: np.ndarray | None, num_words: int) -> None:
+        self.index = index  # int [k] word positions, increasing
+        self.value = value  # int32 [k] the mask's words there
+        self.base = base  # int32 [num_words] every other word (a subset of the mask), or None: zero
+        self.num_words = num_words
+
+    def write(self, row: np.ndarray) -> None:
+        if self.base is None:
+            row.fill(0)
+        else:
+            row[:] = self.base
+        row[self.index] = self.value
+
+
+Words = np.ndarray | SparseWords  # a mask, int32 [num_words] or its words apart from a base
+
+
+def kept(scratch: np.ndarray, base: np.ndarray | None = None) -> Words:
+    """The mask just walked into `scratch` (reused by the next walk) as it is kept: its words
+    apart from `base` (if it holds base whole) or from zero when few, else a dense copy."""
+    raw = None if base is None else _walk.sparse(scratch, SPARSE_WORDS, base)
+    if raw is None:
+        base = None
+        raw = _walk.sparse(scratch, SPARSE_WORDS)
+        if raw is None:
+            return scratch.copy()
+    pairs = np.frombuffer(raw, dtype=np.int32).reshape(-1, 2)
+    return SparseWords(pairs[:, 0], pairs[:, 1], base, len(scratch))
+
+
+def slice_base(dfa: LazyDfa, vocab: Vocabulary, d: int) -> np.ndarray | None:
+    """The words of the slice that state d absorbs (what its walk started from), if any."""
+    sl = dfa.slice_of.item(d)
+    return vocab.slice_list[sl].words_upto(dfa.absorb.item(d)) if sl >= 0 else None
+
+
+def dense(words: Words) -> np.ndarray:
+    """int32 [num_words] of a kept mask (a new array for SparseWords)."""
+    if type(words) is SparseWords:
+        out = np.zeros(words.num_words, dtype=np.int32)
+        words.write(out)
+        return out
+    return words
+
+
+def write_row(words: Words, row: np.ndarray) -> None:
+    """row[:] = the mask."""
+    if type(words) is SparseWords:
+        words.write(row)
+    else:
+        row[:] = words
+
+
+def or_into(out: np.ndarray, words: Words) -> None:
+    """out |= the mask."""
+    if type(words) is SparseWords:
+        if words.base is not None:
+            out |= words.base
+        out[words.index] |= words.value
+    else:
+        out |= words
+
+
+def has_token(words: Words, token_id: int) -> bool:
+    w = token_id >> 5
+    if type(words) is SparseWords:
+        at = int(np.searchsorted(words.index, w))
+        if at < len(words.index) and words.index[at] == w:
+            word = int(words.value[at])
+        else:
+            word = 0 if words.base is None else int(words.base[w])
+    else:
+        word = int(words[w])
+    return bool((word >> (token_id & 31)) & 1)
+
+
+_local = threading.local()
+
+
+def scratch(num_words: int) -> np.ndarray:
+    """This thread's reused int32 [num_words] buffer for walks (its pages faulted in once)."""
+    by_size = getattr(_local, "by_size", None)
+    if by_size is None:
+        by_size = _local.by_size = {}
+    buf = by_size.get(num_words)
+    if buf is None:
+        buf = by_size[num_words] = np.zeros(num_words, dtype=np.int32)
+    return buf
 
 
 def walk_tables(vocab: Vocabulary) -> object:
@@ -72,12 +176,13 @@ def walk_tables(vocab: Vocabulary) -> object:
 
 def state_mask_c(dfa: LazyDfa, vocab: Vocabulary, d: int, nonempty_stack: bool) -> StateMask:
     """The C walk of the flat trie (grammar/_walk.c); same result as `state_mask`."""
-    words = np.empty(vocab.num_words, np.int32)
-    return _state_mask(words, _walk.mask(vocab.walk_tables or walk_tables(vocab), dfa, vocab, d, nonempty_stack, words))
+    words = scratch(vocab.num_words)
+    raw = _walk.mask(vocab.walk_tables or walk_tables(vocab), dfa, vocab, d, nonempty_stack, words)
+    return _state_mask(kept(words, slice_base(dfa, vocab, d)), raw)
 
 
-def _state_mask(words: np.ndarray, raw: bytes | None) -> StateMask:
-    """A StateMask from what `_walk.mask` wrote and returned."""
+def _state_mask(words: Words, raw: bytes | None) -> StateMask:
+    """A StateMask from what `_walk.mask` wrote (kept) and returned."""
     return StateMask(words, _NO_CANDS, _NO_CANDS, _NO_CANDS, _escapes(raw) if raw is not None else None)
 
 
@@ -238,9 +343,9 @@ def _finish(vocab: Vocabulary, allowed: list[np.ndarray], ranges: list[tuple[np.
     return StateMask(pack_bits(ok), vocab.sorted_ids[c_rows], c_pos, c_st)
 
 
-def compute_mask(dfa: LazyDfa, vocab: Vocabulary, configs: States, cache: dict[tuple[int, bool], StateMask]) -> np.ndarray:
-    """int32 [num_words] mask of the tokens allowed after `configs` (EOS when complete); may be
-    a cached state mask itself, so callers must not write into it."""
+def compute_mask(dfa: LazyDfa, vocab: Vocabulary, configs: States, cache: dict[tuple[int, bool], StateMask]) -> Words:
+    """The mask of the tokens allowed after `configs` (EOS when complete); may be a cached state
+    mask itself, so callers must not write into it."""
     if len(configs) == 1:
         ((stack, d),) = configs
         if not dfa.flags.item(d) & _STOP:
@@ -252,7 +357,7 @@ def compute_mask(dfa: LazyDfa, vocab: Vocabulary, configs: States, cache: dict[t
         escapes: list[tuple[tuple[int, ...], int, int]] = []
         for stack, d in expand(dfa, configs):
             sm = _cached_state_mask(dfa, vocab, d, bool(stack), cache)
-            words |= sm.words
+            or_into(words, sm.words)
             escapes.extend((stack, s, node) for _, s, node in sm.escapes or ())
         _walk_escapes(dfa, vocab, escapes, words)
     else:
@@ -263,7 +368,7 @@ def compute_mask(dfa: LazyDfa, vocab: Vocabulary, configs: States, cache: dict[t
 
 
 def fill_single(dfa: LazyDfa, vocab: Vocabulary, configs: States, cache: dict[tuple[int, bool], StateMask],
-                rows: np.ndarray, row: int) -> np.ndarray | None:
+                rows: np.ndarray, row: int) -> Words | None:
     """`compute_mask` of one configuration that can neither call nor return, also written into
     rows[row] (a new state's walk copies it there in C); None, writing nothing, for any other
     case. The common mask miss, kept to as few Python calls as possible."""
@@ -275,16 +380,16 @@ def fill_single(dfa: LazyDfa, vocab: Vocabulary, configs: States, cache: dict[tu
     key = (d, stack != ())
     sm = cache.get(key)
     if sm is None:
-        words = np.empty(vocab.num_words, np.int32)
+        words = scratch(vocab.num_words)
         raw = _walk.mask(vocab.walk_tables or walk_tables(vocab), dfa, vocab, d, key[1], words, rows, row)
         if raw is None:
-            cache[key] = StateMask(words, _NO_CANDS, _NO_CANDS, _NO_CANDS)
-            return words
-        cache[key] = _state_mask(words, raw)
+            sm = cache[key] = StateMask(kept(words, slice_base(dfa, vocab, d)), _NO_CANDS, _NO_CANDS, _NO_CANDS)
+            return sm.words
+        cache[key] = _state_mask(kept(words, slice_base(dfa, vocab, d)), raw)
         return None
     if not sm.stack_free():
         return None
-    rows[row] = sm.words
+    write_row(sm.words, rows[row])
     return sm.words
 
 
@@ -294,7 +399,7 @@ def _numpy_general(dfa: LazyDfa, vocab: Vocabulary, configs: States, cache: dict
     slow: list[tuple[int, tuple[int, ...], int, int]] = []
     for stack, d in expand(dfa, configs):
         sm = _cached_state_mask(dfa, vocab, d, bool(stack), cache)
-        words |= sm.words
+        or_into(words, sm.words)
         for tid, pos, s in zip(sm.cand_ids.tolist(), sm.cand_pos.tolist(), sm.cand_state.tolist()):
             slow.append((tid, stack, pos, s))
     ok = _candidates_allowed(dfa, vocab, slow, words)

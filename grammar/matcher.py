@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from grammar.compiled import CompiledGrammar
+from grammar.masks import SparseWords, dense
 from grammar.pda import States
 
 
@@ -40,10 +41,13 @@ class Matcher:
                     g.fill(self._history[-1], view, row)
                     return
                 words = g.mask(self._history[-1])
-        if view is not None:
-            view[row] = words  # a numpy view of the CPU tensor: no tensor round trip
+        if view is not None:  # a numpy view of the CPU tensor: no tensor round trip
+            if type(words) is SparseWords:
+                words.write(view[row])
+            else:
+                view[row] = words
         else:
-            bitmask[row].copy_(torch.from_numpy(words))
+            bitmask[row].copy_(torch.from_numpy(dense(words)))
 
     def accept(self, token_id: int) -> bool:
         """Advance by one token; False (state unchanged) when the grammar forbids it."""

@@ -13,10 +13,9 @@ from __future__ import annotations
 import time
 from collections import deque
 
-import numpy as np
 
 from grammar.dfa import FLAG_CALLS, LazyDfa
-from grammar.masks import _STOP, StateMask, _state_mask, _walk, walk_tables
+from grammar.masks import _STOP, StateMask, Words, _state_mask, _walk, kept, scratch, slice_base, walk_tables
 from grammar.pda import States
 from grammar.vocab import Vocabulary
 
@@ -24,13 +23,14 @@ Key = tuple[int, bool]  # (DFA state, whether the stack is non-empty), as the st
 
 
 def precompute_masks(dfa: LazyDfa, vocab: Vocabulary, state_masks: dict[Key, StateMask],
-                     masks: dict[States, np.ndarray], max_states: int, budget_s: float) -> int:
+                     masks: dict[States, Words], max_states: int, budget_s: float) -> int:
     """Walk up to `max_states` states (about `budget_s` seconds) outward from the rule starts,
     filling `state_masks` and, for a state on the empty stack that needs no pushdown step, the
     whole-configuration cache `masks`; returns how many states were walked."""
     if _walk is None or max_states <= 0 or budget_s <= 0:
         return 0
     tables = vocab.walk_tables or walk_tables(vocab)
+    words = scratch(vocab.num_words)
     end = time.perf_counter() + budget_s
     starts = [(dfa.rule_start[0], False)] + [(s, True) for s in dfa.rule_start[1:]]
     seen: set[Key] = set(starts)
@@ -39,13 +39,12 @@ def precompute_masks(dfa: LazyDfa, vocab: Vocabulary, state_masks: dict[Key, Sta
     while queue and done < max_states:
         key = queue.popleft()
         d, nonempty = key
-        words = np.empty(vocab.num_words, np.int32)
         raw, ends = _walk.mask_ends(tables, dfa, vocab, d, nonempty, words)
-        sm = state_masks[key] = _state_mask(words, raw)
+        sm = state_masks[key] = _state_mask(kept(words, slice_base(dfa, vocab, d)), raw)
         done += 1
         flags = dfa.flags.item(d)
         if not nonempty and not flags & _STOP and sm.stack_free():
-            masks[frozenset((((), d),))] = words
+            masks[frozenset((((), d),))] = sm.words
         dom = dfa.dominant.item(d)
         if dom >= 0:  # the next state of a run a slice absorbs (tokens ending inside it)
             ends.append(dom)

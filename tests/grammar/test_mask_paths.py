@@ -313,3 +313,36 @@ def test_bounded_utf8_runs_count_characters(seed, monkeypatch):
                     break
                 assert m.accept(rng.choice(sorted(want - set(vocab.eos_token_ids)) or sorted(want)))
     assert bounded > 5  # the character-counting runs were walked
+
+
+@needs_c
+def test_kept_masks_read_back_as_walked():
+    """A walked mask is kept as its words apart from zero or from its slice's words when few
+    differ (and it holds the base whole), else dense; every reader sees the same bits."""
+    rng = np.random.default_rng(0)
+    base = rng.integers(-2**31, 2**31, 300, dtype=np.int64).astype(np.int32)
+    sparse = np.zeros(300, np.int32)
+    sparse[[3, 77, 299]] = [5, -1, 1 << 30]
+    over_base = base.copy()
+    over_base[[0, 150]] |= np.array([1 << 7, 3], dtype=np.int32)
+    not_over = base.copy()
+    assert base[9]
+    not_over[9] = 0  # lacks bits of the base: neither base serves
+    for words, want_kind in ((sparse, "zero"), (over_base, "base"), (not_over, "dense"), (base, "base")):
+        k = masks.kept(words.copy(), base)
+        kind = "dense" if type(k) is np.ndarray else "zero" if k.base is None else "base"
+        assert kind == want_kind
+        assert (masks.dense(k) == words).all()
+        row = np.full(300, 7, np.int32)
+        masks.write_row(k, row)
+        assert (row == words).all()
+        acc = np.zeros(300, np.int32)
+        acc[5] = 1 << 4
+        masks.or_into(acc, k)
+        want = words.copy()
+        want[5] |= 1 << 4
+        assert (acc == want).all()
+        bits = np.unpackbits(words.view(np.uint8), bitorder="little")
+        for token in (0, 3 * 32, 3 * 32 + 2, 77 * 32 + 31, 150 * 32, 150 * 32 + 1, 9 * 32, 299 * 32 + 30, 200 * 32 + 5):
+            assert masks.has_token(k, token) == bool(bits[token])
+    assert masks.kept(np.arange(300, dtype=np.int32)).__class__ is np.ndarray  # too many words: dense
