@@ -448,10 +448,15 @@ static int vec_push_escape(Vec *v, int32_t pos, int32_t st, int32_t node) {
     return 0;
 }
 
-/* Push state t unless it is the last one pushed (ends are deduplicated by the caller). */
-static int vec_push_end(Vec *v, int32_t t) {
-    if (!v || (v->len && v->data[v->len - 1] == t)) return 0;
-    if (v->len + 1 > v->cap) {
+/* Push (state t, length of a token ending there), or raise the length when t was the last pushed
+ * (ends are deduplicated by distinct_states). */
+static int vec_push_end(Vec *v, int32_t t, int32_t len) {
+    if (!v) return 0;
+    if (v->len && v->data[v->len - 2] == t) {
+        if (len > v->data[v->len - 1]) v->data[v->len - 1] = len;
+        return 0;
+    }
+    if (v->len + 2 > v->cap) {
         Py_ssize_t cap = v->cap ? v->cap * 2 : 256;
         int32_t *p = realloc(v->data, cap * sizeof(int32_t));
         if (!p) { PyErr_NoMemory(); return -1; }
@@ -459,6 +464,7 @@ static int vec_push_end(Vec *v, int32_t t) {
         v->cap = cap;
     }
     v->data[v->len++] = t;
+    v->data[v->len++] = len;
     return 0;
 }
 
@@ -505,7 +511,7 @@ static int text_first(Tables *tb, Dfa *d, long s, uint32_t *words, Start *start,
         else missing += n + 1;
     }
     if (!taken) return 0;
-    if (vec_push_end(ends, target) < 0) return -1;
+    if (vec_push_end(ends, target, tb->trie.max_depth) < 0) return -1;  /* long tokens: b + text */
     const Py_ssize_t num_words = tb->num_words;
     if (!missing) {
         for (Py_ssize_t w = 0; w < num_words; w++) words[w] |= tb->rest_words[w];
@@ -587,12 +593,12 @@ static int walk_trie(Tables *tb, const Trie *tr, int plain, Dfa *d, long from, P
         const Py_ssize_t e = tend[i];
         if (e == i + 1) {
             set_rows(words, ids, tlo[i], tlo[e]);
-            if (vec_push_end(ends, t) < 0) return -1;
+            if (vec_push_end(ends, t, k) < 0) return -1;
             continue;
         }
         if (tlo[i] < tlo[i + 1]) {
             set_rows(words, ids, tlo[i], tlo[i + 1]);
-            if (vec_push_end(ends, t) < 0) return -1;
+            if (vec_push_end(ends, t, k) < 0) return -1;
         }
         const int in_r = inroot[k - 1] && root_set[b];
         if (in_r && rpure[i] && (start->root_chars ? start->root_chars[i] : k + theight[i]) <= start->absorb)
@@ -606,7 +612,7 @@ static int walk_trie(Tables *tb, const Trie *tr, int plain, Dfa *d, long from, P
             const Slice *ts = sl >= 0 && sl < tb->num_slices ? &tb->slices[sl] : NULL;
             if (ts && (ts->char_max ? ts->char_max[i] - ts->char_depth[i] : theight[i]) <= d->t.absorb[t] && ts->pure[i]) {
                 set_rows(words, ids, tlo[i + 1], tlo[e]);
-                if (vec_push_end(ends, t) < 0) return -1;  /* and the states of t's slice run after it */
+                if (vec_push_end(ends, t, k + theight[i]) < 0) return -1;  /* and the states of t's slice run after it */
                 continue;
             }
         }
@@ -682,26 +688,45 @@ static int rest_walk(Tables *tb, Dfa *d, long s, int nonempty, uint32_t *words, 
     return 1;
 }
 
-/* The distinct states of states[0:n] (each below num_states), in order of first appearance, as a list. */
-static PyObject *distinct_states(const int32_t *states, Py_ssize_t n, Py_ssize_t num_states) {
-    uint8_t *mark = calloc(num_states ? num_states : 1, 1);
-    PyObject *out = PyList_New(0);
-    if (!mark || !out) { free(mark); Py_XDECREF(out); return PyErr_NoMemory(); }
+typedef struct { int32_t state, len; } End;
+
+static int longer_first(const void *a, const void *b) {
+    const End *x = a, *y = b;
+    return x->len != y->len ? (y->len > x->len) - (y->len < x->len) : (x->state > y->state) - (x->state < y->state);
+}
+
+/* The distinct states of the (state, token length) pairs[0:2n] (each state below num_states), as
+ * a list ordered by the longest token ending in each, longest first (ties: lower state first). */
+static PyObject *distinct_states(const int32_t *pairs, Py_ssize_t n, Py_ssize_t num_states) {
+    int32_t *best = malloc((num_states ? num_states : 1) * sizeof(int32_t));
+    End *ends = malloc((n ? n : 1) * sizeof(End));
+    PyObject *out = NULL;
+    if (!best || !ends) { PyErr_NoMemory(); goto done; }
+    for (Py_ssize_t i = 0; i < num_states; i++) best[i] = -1;
+    Py_ssize_t k = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
-        const int32_t t = states[i];
-        if (t < 0 || t >= num_states || mark[t]) continue;
-        mark[t] = 1;
-        PyObject *v = PyLong_FromLong(t);
-        if (!v || PyList_Append(out, v) < 0) { Py_XDECREF(v); Py_DECREF(out); free(mark); return NULL; }
-        Py_DECREF(v);
+        const int32_t t = pairs[2 * i], len = pairs[2 * i + 1];
+        if (t < 0 || t >= num_states) continue;
+        if (best[t] < 0) ends[k++].state = t;
+        if (len > best[t]) best[t] = len;
     }
-    free(mark);
+    for (Py_ssize_t j = 0; j < k; j++) ends[j].len = best[ends[j].state];
+    qsort(ends, k, sizeof(End), longer_first);
+    if (!(out = PyList_New(k))) goto done;
+    for (Py_ssize_t j = 0; j < k; j++) {
+        PyObject *v = PyLong_FromLong(ends[j].state);
+        if (!v) { Py_CLEAR(out); goto done; }
+        PyList_SET_ITEM(out, j, v);
+    }
+done:
+    free(best);
+    free(ends);
     return out;
 }
 
 /* One walk from state s: of the whole trie after walk_start (which first writes all of out), or
  * (node >= 0) of that node's subtree, OR-ing into out.  None, or the escapes as int32 triples;
- * with want_ends a pair of that and the list of distinct states the allowed tokens end in. */
+ * with want_ends a pair of that and the distinct states the allowed tokens end in (distinct_states). */
 static PyObject *walk_call(Tables *tb, PyObject *dfa, PyObject *vocab, long s, long node, int nonempty, PyObject *out_obj,
                            PyObject *copy_obj, Py_ssize_t copy_row, int want_ends) {
     Py_buffer out, copy = {0};
@@ -759,7 +784,7 @@ walked:
         if (cands.len) result = PyBytes_FromStringAndSize((const char *)cands.data, cands.len * (Py_ssize_t)sizeof(int32_t));
         else result = Py_NewRef(Py_None);
         if (result && want_ends) {
-            PyObject *e = distinct_states(ends.data, ends.len, d.t.num_states);
+            PyObject *e = distinct_states(ends.data, ends.len / 2, d.t.num_states);
             PyObject *pair = e ? PyTuple_Pack(2, result, e) : NULL;
             Py_XDECREF(e);
             Py_SETREF(result, pair);
@@ -797,8 +822,8 @@ static PyObject *mask(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
 
 /* mask_ends(tables, dfa, vocab, state, nonempty, out) -> (mask()'s result, ends): mask() that also
  * returns the list of distinct states the allowed tokens end in (each token's own end state; for
- * a run a slice absorbs, the state where it starts): the next token boundaries, for
- * grammar/precompute.py. */
+ * a run a slice absorbs, the state where it starts), those of the longest tokens first: the next
+ * token boundaries, likeliest first, for grammar/precompute.py. */
 static PyObject *mask_ends(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 6 || Py_TYPE(args[0]) != &TablesType) {
         PyErr_SetString(PyExc_TypeError, "mask_ends(tables, dfa, vocab, state, nonempty, out)");

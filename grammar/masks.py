@@ -57,7 +57,7 @@ class StateMask:
 
 
 # A mask with at most this many non-zero words is kept as its non-zero words (SparseWords).
-SPARSE_WORDS = 64
+SPARSE_WORDS = 256
 
 
 class SparseWords:

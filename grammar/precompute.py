@@ -20,24 +20,35 @@ from grammar.pda import States
 from grammar.vocab import Vocabulary
 
 Key = tuple[int, bool]  # (DFA state, whether the stack is non-empty), as the state mask cache keys it
+LIKELY_ENDS = 2  # a walk's end states (longest tokens first) taken ahead of the others
 
 
 def precompute_masks(dfa: LazyDfa, vocab: Vocabulary, state_masks: dict[Key, StateMask],
                      masks: dict[States, Words], max_states: int, budget_s: float) -> int:
     """Walk up to `max_states` states (about `budget_s` seconds) outward from the rule starts,
     filling `state_masks` and, for a state on the empty stack that needs no pushdown step, the
-    whole-configuration cache `masks`; returns how many states were walked."""
+    whole-configuration cache `masks`; returns how many states were walked. The states the longest
+    tokens end in go first (a tokenizer's merges make long tokens: `{"` + `name`, not `n` + `am`)."""
     if _walk is None or max_states <= 0 or budget_s <= 0:
         return 0
     tables = vocab.walk_tables or walk_tables(vocab)
     words = scratch(vocab.num_words)
     end = time.perf_counter() + budget_s
     starts = [(dfa.rule_start[0], False)] + [(s, True) for s in dfa.rule_start[1:]]
-    seen: set[Key] = set(starts)
-    queue: deque[Key] = deque(starts)
+    likely: deque[Key] = deque(starts)  # breadth-first over the likeliest boundaries...
+    other: deque[Key] = deque()  # ...then over the others
+    in_likely: set[Key] = set(starts)
+    in_other: set[Key] = set()
     done = 0
-    while queue and done < max_states:
-        key = queue.popleft()
+    while done < max_states:
+        if likely:
+            key = likely.popleft()
+        elif other:
+            key = other.popleft()
+        else:
+            break
+        if key in state_masks:  # queued among the others, then among the likely ones
+            continue
         d, nonempty = key
         raw, ends = _walk.mask_ends(tables, dfa, vocab, d, nonempty, words)
         sm = state_masks[key] = _state_mask(kept(words, slice_base(dfa, vocab, d)), raw)
@@ -45,17 +56,24 @@ def precompute_masks(dfa: LazyDfa, vocab: Vocabulary, state_masks: dict[Key, Sta
         flags = dfa.flags.item(d)
         if not nonempty and not flags & _STOP and sm.stack_free():
             masks[frozenset((((), d),))] = sm.words
+        first = [(t, nonempty) for t in ends[:LIKELY_ENDS]]
         dom = dfa.dominant.item(d)
         if dom >= 0:  # the next state of a run a slice absorbs (tokens ending inside it)
-            ends.append(dom)
-        found = [(t, nonempty) for t in ends]
+            first.append((dom, nonempty))
         if flags & FLAG_CALLS:  # tokens that enter a called rule, and the states returned to
             for rule, ret in dfa.calls(d):
-                found += [(dfa.rule_start[rule], True), (ret, nonempty)]
-        for k in found:
-            if k not in seen:
-                seen.add(k)
-                queue.append(k)
+                first += [(dfa.rule_start[rule], True), (ret, nonempty)]
+        for k in first:
+            if k not in in_likely and k not in state_masks:
+                in_likely.add(k)
+                likely.append(k)
+        for t in ends[LIKELY_ENDS:]:
+            k = (t, nonempty)
+            if k not in in_likely and k not in in_other:
+                in_other.add(k)
+                other.append(k)
         if done % 8 == 0 and time.perf_counter() > end:
             break
     return done
+
+
