@@ -481,6 +481,7 @@ typedef struct {
     const uint8_t *root_set, *root_pure;  /* NULL: no slice */
     const int32_t *root_chars;  /* the slice's char_max (NULL: count bytes) */
     long absorb;
+    int exact;  /* the slice run ends after `absorb` characters: no slice character goes on from there */
     uint8_t fc[256];
 } Start;
 
@@ -601,8 +602,8 @@ static int walk_trie(Tables *tb, const Trie *tr, int plain, Dfa *d, long from, P
             if (vec_push_end(ends, t, k) < 0) return -1;
         }
         const int in_r = inroot[k - 1] && root_set[b];
-        if (in_r && rpure[i] && (start->root_chars ? start->root_chars[i] : k + theight[i]) <= start->absorb)
-            continue;  /* all in words */
+        if (in_r && rpure[i] && (start->exact || (start->root_chars ? start->root_chars[i] : k + theight[i]) <= start->absorb))
+            continue;  /* all in words (or, past an exact run's end, dead) */
         /* first byte from fc, the rest string text: text_first OR-ed these too */
         const int in_fc = k == 1 ? fc[b] : infc[k - 1] && fm[b];
         if (in_fc && fpure[i]) continue;
@@ -634,6 +635,25 @@ static int walk_trie(Tables *tb, const Trie *tr, int plain, Dfa *d, long from, P
 
 /* The start of the walk from s: row and slice of s, the words its slice already gives, the
  * text first bytes (unless s itself is in string text). */
+/* Whether the bounded run of s's slice (absorb characters, each to the dominant target) ends
+ * where no character of the slice goes on: then a token made only of slice characters is allowed
+ * exactly when it has at most `absorb` of them (the slice's words up to that many). */
+static int run_is_exact(Dfa *d, long s, long absorb, const uint8_t *set, int *exact) {
+    *exact = 0;
+    long e = s;
+    for (long k = 0; k <= absorb; k++) {
+        if (d->t.trans[(Py_ssize_t)e * 256] == UNKNOWN && dfa_build(d, e, 0) < 0) return -1;
+        if (k == absorb) break;
+        e = d->t.dominant[e];
+        if (e < 0) return 0;
+    }
+    const int32_t *row = d->t.trans + (Py_ssize_t)e * 256;
+    for (int b = 0; b < 256; b++)
+        if (set[b] && row[b] >= 0) return 0;
+    *exact = 1;
+    return 0;
+}
+
 static int walk_start(Tables *tb, Dfa *d, PyObject *vocab, long s, uint32_t *words, Start *start, Vec *ends) {
     memset(start, 0, sizeof(*start));
     if ((d->t.trans[(Py_ssize_t)s * 256] == UNKNOWN || d->t.slice_of[s] == SLICE_UNKNOWN) && dfa_build(d, s, 1) < 0)
@@ -646,6 +666,7 @@ static int walk_start(Tables *tb, Dfa *d, PyObject *vocab, long s, uint32_t *wor
         start->root_set = tb->slices[sl].set;
         start->root_pure = tb->slices[sl].root_pure;
         start->root_chars = tb->slices[sl].char_max;
+        if (start->absorb < UNBOUNDED && run_is_exact(d, s, start->absorb, start->root_set, &start->exact) < 0) return -1;
     } else {
         memset(words, 0, tb->num_words * sizeof(uint32_t));
     }

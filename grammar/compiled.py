@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import threading
 from typing import TYPE_CHECKING
 
@@ -10,7 +9,7 @@ import numpy as np
 
 from grammar.dfa import LazyDfa
 from grammar.ir import Grammar
-from grammar.masks import StateMask, Words, _walk, compute_mask, dense, fill_single, has_token, uses_c_walk, write_row
+from grammar.masks import StateMask, Words, _walk, compute_mask, dense, fill_single, uses_c_walk, write_row
 from grammar.nfa import build_nfa
 from grammar.pda import States, advance, is_complete
 from grammar.precompute import precompute_masks
@@ -30,9 +29,10 @@ UTF8_RUN_TOKENS = 50_000
 # first masks' walks find most of their rows (1-2 us each) built: some 500 rows in the budget.
 WARM_ROWS = 2000
 WARM_BUDGET_S = 0.0015
-# State masks made at compile time, outward from the start (grammar/precompute.py).
+# State masks made at compile time, likeliest first outward from the start (grammar/precompute.py):
+# the first steps' masks are then cache hits; about 100-200 states fit the budget.
 PRECOMPUTE_STATES = 1000
-PRECOMPUTE_BUDGET_S = float(os.environ.get("GRAMMAR_PRECOMPUTE_MS", "3")) / 1e3
+PRECOMPUTE_BUDGET_S = 0.003
 
 
 class CompiledGrammar:
@@ -116,8 +116,9 @@ class CompiledGrammar:
         return done
 
     def token_allowed(self, configs: States, token_id: int) -> bool | None:
-        """From a cached mask only: True/False, or None when no mask is cached yet."""
+        """From a cached dense mask only: True/False, or None (no mask cached, or one kept as
+        SparseWords, whose look-up costs about what `advance` does)."""
         cached = self._masks.get(configs)
-        if cached is None:
+        if type(cached) is not np.ndarray:
             return None
-        return has_token(cached, token_id)
+        return bool((int(cached[token_id >> 5]) >> (token_id & 31)) & 1)

@@ -132,30 +132,18 @@ def or_into(out: np.ndarray, words: Words) -> None:
         out |= words
 
 
-def has_token(words: Words, token_id: int) -> bool:
-    w = token_id >> 5
-    if type(words) is SparseWords:
-        at = int(np.searchsorted(words.index, w))
-        if at < len(words.index) and words.index[at] == w:
-            word = int(words.value[at])
-        else:
-            word = 0 if words.base is None else int(words.base[w])
-    else:
-        word = int(words[w])
-    return bool((word >> (token_id & 31)) & 1)
-
-
 _local = threading.local()
 
 
-def scratch(num_words: int) -> np.ndarray:
-    """This thread's reused int32 [num_words] buffer for walks (its pages faulted in once)."""
+def scratch(num_words: int, slot: int = 0) -> np.ndarray:
+    """This thread's reused int32 [num_words] buffer for walks (its pages faulted in once);
+    slot 1 for the general mask path, whose state masks' walks use slot 0 meanwhile."""
     by_size = getattr(_local, "by_size", None)
     if by_size is None:
         by_size = _local.by_size = {}
-    buf = by_size.get(num_words)
+    buf = by_size.get((num_words, slot))
     if buf is None:
-        buf = by_size[num_words] = np.zeros(num_words, dtype=np.int32)
+        buf = by_size[(num_words, slot)] = np.zeros(num_words, dtype=np.int32)
     return buf
 
 
@@ -352,19 +340,23 @@ def compute_mask(dfa: LazyDfa, vocab: Vocabulary, configs: States, cache: dict[t
             sm = cache.get((d, bool(stack))) or _cached_state_mask(dfa, vocab, d, bool(stack), cache)
             if sm.stack_free():
                 return sm.words
-    words = np.zeros(vocab.num_words, dtype=np.int32)
-    if _walk is not None:
-        escapes: list[tuple[tuple[int, ...], int, int]] = []
-        for stack, d in expand(dfa, configs):
-            sm = _cached_state_mask(dfa, vocab, d, bool(stack), cache)
-            or_into(words, sm.words)
-            escapes.extend((stack, s, node) for _, s, node in sm.escapes or ())
-        _walk_escapes(dfa, vocab, escapes, words)
-    else:
+    if _walk is None:
+        words = np.zeros(vocab.num_words, dtype=np.int32)
         _numpy_general(dfa, vocab, configs, cache, words)
+        if is_complete(dfa, configs):
+            words |= vocab.eos_words
+        return words
+    words = scratch(vocab.num_words, 1)
+    words.fill(0)
+    escapes: list[tuple[tuple[int, ...], int, int]] = []
+    for stack, d in expand(dfa, configs):
+        sm = _cached_state_mask(dfa, vocab, d, bool(stack), cache)
+        or_into(words, sm.words)
+        escapes.extend((stack, s, node) for _, s, node in sm.escapes or ())
+    _walk_escapes(dfa, vocab, escapes, words)
     if is_complete(dfa, configs):
         words |= vocab.eos_words
-    return words
+    return kept(words)
 
 
 def fill_single(dfa: LazyDfa, vocab: Vocabulary, configs: States, cache: dict[tuple[int, bool], StateMask],
@@ -416,9 +408,13 @@ def _walk_escapes(dfa: LazyDfa, vocab: Vocabulary, escapes: list[tuple[tuple[int
     candidates go round again (deeper in the trie each time)."""
     tables = vocab.walk_tables or walk_tables(vocab)
     seen: set[tuple[tuple[int, ...], int, int]] = set()
+    expanded: dict[tuple[tuple[int, ...], int], set[tuple[tuple[int, ...], int]]] = {}  # many escapes share one
     while escapes:
         stack, s, node = escapes.pop()
-        for stk, d in expand(dfa, frozenset(((stack, s),))):
+        configs = expanded.get((stack, s))
+        if configs is None:
+            configs = expanded[(stack, s)] = expand(dfa, frozenset(((stack, s),)))
+        for stk, d in configs:
             key = (stk, d, node)
             if key in seen:
                 continue
