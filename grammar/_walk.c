@@ -177,9 +177,11 @@ typedef struct {
                                      * characters of a token below, and of its prefix (a bounded run
                                      * of the slice counts characters) */
     const uint32_t *upto[MAX_UPTO]; /* its tokens of at most k bytes (from Python, on first use) */
-    Trie rest[2];                   /* tokens not in the slice by what follows their longest prefix of
+    Trie rest[3];                   /* tokens not in the slice by what follows their longest prefix of
                                      * slice characters: [0] with none (the whole token), [1] with
-                                     * some (num_nodes -1: none; grammar/rest_trie.py) */
+                                     * some, [2] those of [1] with an ASCII first byte, keyed by it
+                                     * and then the rest (num_nodes -1: none; grammar/rest_trie.py) */
+    int32_t keyed_child[128];       /* the node of rest[2] for first byte b, or -1 */
 } Slice;
 
 typedef struct {
@@ -286,7 +288,8 @@ static int tables_slices(Tables *tb, PyObject *slices) {
         const uint8_t *set = take(tb, PyTuple_GET_ITEM(item, 0), 1, 256, NULL);
         if (!set) return -1;
         memcpy(sl->set, set, 256);
-        sl->rest[0].num_nodes = sl->rest[1].num_nodes = -1;
+        sl->rest[0].num_nodes = sl->rest[1].num_nodes = sl->rest[2].num_nodes = -1;
+        for (int b = 0; b < 128; b++) sl->keyed_child[b] = -1;
         if (!(sl->pure = take(tb, PyTuple_GET_ITEM(item, 1), 1, tb->trie.num_nodes, NULL))) return -1;
         if (!(sl->root_pure = take(tb, PyTuple_GET_ITEM(item, 2), 1, tb->trie.num_nodes, NULL))) return -1;
         if (!(sl->words = take(tb, PyTuple_GET_ITEM(item, 3), 4, tb->num_words, NULL))) return -1;
@@ -322,28 +325,32 @@ static int tables_text(Tables *tb, PyObject *text) {
     return 0;
 }
 
-/* Each (slice id, FlatTrie arrays, FlatTrie arrays) of `rests`: that slice's two rest tries. */
+/* Each (slice id, three FlatTrie arrays) of `rests`: that slice's rest tries. */
 static int tables_rests(Tables *tb, PyObject *rests) {
     if (!PyTuple_Check(rests)) { PyErr_SetString(PyExc_TypeError, "rests must be a tuple"); return -1; }
     for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(rests); j++) {
         PyObject *item = PyTuple_GET_ITEM(rests, j);
-        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 3) { PyErr_SetString(PyExc_ValueError, "rest must be (slice id, trie, trie)"); return -1; }
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 4) { PyErr_SetString(PyExc_ValueError, "rest must be (slice id, trie, trie, trie)"); return -1; }
         const long sid = PyLong_AsLong(PyTuple_GET_ITEM(item, 0));
         if (sid == -1 && PyErr_Occurred()) return -1;
         if (sid < 0 || sid >= tb->num_slices || tb->slices[sid].rest[0].num_nodes >= 0) {
             PyErr_SetString(PyExc_ValueError, "rest trie: bad or repeated slice id");
             return -1;
         }
-        for (int r = 0; r < 2; r++) {
-            Trie *tr = &tb->slices[sid].rest[r];
+        Slice *sl = &tb->slices[sid];
+        for (int r = 0; r < 3; r++) {
+            Trie *tr = &sl->rest[r];
             tr->base = tb->all_nodes;
             if (take_trie(tb, tr, PyTuple_GET_ITEM(item, 1 + r)) < 0 || tr->max_depth > tb->trie.max_depth) {
                 if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "rest trie deeper than the trie");
-                tb->slices[sid].rest[0].num_nodes = -1;  /* kids already listed are freed at dealloc */
+                for (int q = 0; q < 3; q++) sl->rest[q].num_nodes = -1;  /* kids already listed are freed at dealloc */
                 return -1;
             }
             tb->all_nodes += tr->num_nodes;
         }
+        const Trie *keyed = &sl->rest[2];
+        for (int32_t k = keyed->kid_off[0]; k < keyed->kid_off[1]; k++)
+            if ((keyed->kids[k] & 255) < 128) sl->keyed_child[keyed->kids[k] & 255] = (int32_t)(keyed->kids[k] >> 8);
     }
     return 0;
 }
@@ -364,7 +371,7 @@ static void tables_dealloc(Tables *tb) {
     for (Py_ssize_t i = 0; i < tb->num_views; i++) PyBuffer_Release(&tb->views[i]);
     PyMem_Free(tb->views);
     for (int s = 0; s < tb->num_slices; s++) {
-        for (int r = 0; r < 2; r++) {
+        for (int r = 0; r < 3; r++) {
             PyMem_Free(tb->slices[s].rest[r].kids);
             PyMem_Free(tb->slices[s].rest[r].kid_off);
         }
@@ -483,6 +490,8 @@ typedef struct {
     long absorb;
     int exact;  /* the slice run ends after `absorb` characters: no slice character goes on from there */
     uint8_t fc[256];
+    const Slice *keyed;  /* text_first's slice when it has rest tries: its ASCII first bytes' subtrees are */
+    long fc_target;      /* skipped, their tokens taken by text_first or by rest[2] below fc from this state */
 } Start;
 
 /* The slice of state x, upgraded to UTF-8 string text by the LazyDfa when it is the ASCII one. */
@@ -513,6 +522,10 @@ static int text_first(Tables *tb, Dfa *d, long s, uint32_t *words, Start *start,
     }
     if (!taken) return 0;
     if (vec_push_end(ends, target, tb->trie.max_depth) < 0) return -1;  /* long tokens: b + text */
+    if (tb->slices[tb->text_id].rest[2].num_nodes >= 0 && !(d->t.flags[target] & (FLAG_CALLS | FLAG_FINAL))) {
+        start->keyed = &tb->slices[tb->text_id];  /* (string text neither calls nor returns) */
+        start->fc_target = target;
+    }
     const Py_ssize_t num_words = tb->num_words;
     if (!missing) {
         for (Py_ssize_t w = 0; w < num_words; w++) words[w] |= tb->rest_words[w];
@@ -580,6 +593,7 @@ static int walk_trie(Tables *tb, const Trie *tr, int plain, Dfa *d, long from, P
         const uint32_t kid = kids[cur[k]++];
         const Py_ssize_t i = kid >> 8;
         const int b = kid & 255;
+        if (k == 1 && b < 128 && fc[b] && start->keyed) continue;  /* text_first and keyed_walk take them */
         const int32_t p = st[k - 1];
         int32_t t = d->t.trans[(Py_ssize_t)p * 256 + b];
         if (t == UNKNOWN) {
@@ -673,10 +687,27 @@ static int walk_start(Tables *tb, Dfa *d, PyObject *vocab, long s, uint32_t *wor
     return sl == tb->text_id ? 0 : text_first(tb, d, s, words, start, ends);
 }
 
+/* The tokens the main walk skipped below the ASCII first bytes text_first took: those that leave
+ * the slice after their first byte and some slice characters, by their rests (rest[2] below the
+ * first byte) from the state the first byte leads to, which loops on the slice. */
+static int keyed_walk(Tables *tb, Dfa *d, const Start *start, int nonempty, uint32_t *words, Vec *escapes, Vec *ends,
+                      const Scratch *sc) {
+    Start none;
+    memset(&none, 0, sizeof(none));
+    const Slice *sl = start->keyed;
+    const long t = start->fc_target;
+    for (int b = 0; b < 128; b++) {
+        const int32_t node = sl->keyed_child[b];
+        if (!start->fc[b] || node < 0) continue;
+        if (walk_trie(tb, &sl->rest[2], 1, d, t, node, 1, nonempty, words, &none, escapes, ends, sc) < 0) return -1;
+    }
+    return 0;
+}
+
 /* The trie holding the node numbered `node` (0 <= node < all_nodes). */
 static const Trie *node_trie(const Tables *tb, long node) {
     for (int s = 0; s < tb->num_slices; s++)
-        for (int r = 0; r < 2; r++) {
+        for (int r = 0; r < 3; r++) {
             const Trie *tr = &tb->slices[s].rest[r];
             if (tr->num_nodes > 0 && node >= tr->base && node < tr->base + tr->num_nodes) return tr;
         }
@@ -792,6 +823,7 @@ static PyObject *walk_call(Tables *tb, PyObject *dfa, PyObject *vocab, long s, l
         if (r < 0) rc = -1;
         else if (r) goto walked;  /* the slice's tokens from walk_start, the others by their rests */
         rc = walk_trie(tb, &tb->trie, 0, &d, s, -1, 0, nonempty, out.buf, &start, &cands, ends_p, &sc);
+        if (rc == 0 && start.keyed) rc = keyed_walk(tb, &d, &start, nonempty, out.buf, &cands, ends_p, &sc);
     } else {
         memset(&start, 0, sizeof(start));
         rc = d.t.trans[(Py_ssize_t)s * 256] == UNKNOWN ? dfa_build(&d, s, 1) : 0;

@@ -24,10 +24,13 @@ if TYPE_CHECKING:
 MAX_REST_SHARE = 0.25
 
 
-def rest_tries(vocab: Vocabulary, sl: TokenSlice) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]] | None:
+def rest_tries(vocab: Vocabulary, sl: TokenSlice) -> tuple[tuple[np.ndarray, ...], ...] | None:
     """The FlatTrie arrays (grammar/trie.py) of the slice's rests, each row one token (ids: the
     tokens): of the tokens whose first character is outside the slice (the rest is the whole
-    token), and of those with a prefix in it; or None when too many tokens lie outside the slice."""
+    token); of those with a prefix in it; and of the latter that start with an ASCII byte, keyed
+    by that byte and then the rest (for a state whose first character decides: the first
+    character of a key that may be a declared one or any other). None when too many tokens lie
+    outside the slice."""
     member = np.frombuffer(sl.set_bytes, dtype=np.uint8).astype(bool)
     rows: list[np.ndarray] = []
     splits: list[np.ndarray] = []
@@ -58,7 +61,9 @@ def rest_tries(vocab: Vocabulary, sl: TokenSlice) -> tuple[tuple[np.ndarray, ...
     ids = vocab.sorted_ids[row].tolist()
     starts = [(vocab.token_bytes[t], t) for t, s in zip(ids, split.tolist()) if s == 0]
     rests = [(vocab.token_bytes[t][s:], t) for t, s in zip(ids, split.tolist()) if s > 0]
-    return _flat(starts), _flat(rests)
+    keyed = [(vocab.token_bytes[t][:1] + vocab.token_bytes[t][s:], t) for t, s in zip(ids, split.tolist())
+             if s > 0 and vocab.token_bytes[t][0] < 0x80]
+    return _flat(starts), _flat(rests), _flat(keyed)
 
 
 def _flat(pairs: list[tuple[bytes, int]]) -> tuple[np.ndarray, ...]:

@@ -267,14 +267,15 @@ def test_rest_tries_match_brute_force(seed, monkeypatch):
 
 
 def test_rest_tries_hold_every_token_outside_the_slice():
-    """Each token that is not string text is in exactly one rest trie, under the bytes after its
-    longest prefix of whole string characters (none: the first trie)."""
+    """Each token that is not string text is in one of the first two rest tries, under the bytes
+    after its longest prefix of whole string characters (none: the first trie); the third keys
+    the second's ASCII-led tokens by their first byte."""
     tokens = [b"ab", b'a"', b'"', b'x",', b"\\n", b"\xc3\xa9\xc3", b"\xc3", b"\xc3\xa9", b"b\n", b'a"'] + [None]
     vocab = grammar.Vocabulary(tokens, [len(tokens) - 1], len(tokens))
     text = vocab.slice_list[vocab.utf8_text_slice]
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(rest_trie, "MAX_REST_SHARE", 1.0)
-        first, after = rest_trie.rest_tries(vocab, text)
+        first, after, keyed = rest_trie.rest_tries(vocab, text)
 
     def rests(arrays):  # (bytes, token id) of each row, read back from the flat trie
         byte, depth, end, lo, ids, _ = arrays
@@ -286,6 +287,7 @@ def test_rest_tries_hold_every_token_outside_the_slice():
 
     assert rests(first) == [(b'"', 2), (b"\\n", 4), (b"\xc3", 6)]
     assert rests(after) == sorted([(b'"', 1), (b'"', 9), (b'",', 3), (b"\n", 8), (b"\xc3", 5)])
+    assert rests(keyed) == sorted([(b'a"', 1), (b'a"', 9), (b'x",', 3), (b"b\n", 8)])  # ASCII first byte + rest
 
 
 @needs_c
