@@ -942,6 +942,42 @@ done:
     return result;
 }
 
+/* put(rows, row, pairs, base) -> None: rows[row] = base (None: zero) with the words of the int32
+ * pairs (position, value) of `pairs` written over it: a SparseWords mask (grammar/masks.py). */
+static PyObject *put(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4) { PyErr_SetString(PyExc_TypeError, "put(rows, row, pairs, base)"); return NULL; }
+    const Py_ssize_t row = PyLong_AsSsize_t(args[1]);
+    if (row == -1 && PyErr_Occurred()) return NULL;
+    Py_buffer r, p, b = {0};
+    if (PyObject_GetBuffer(args[0], &r, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return NULL;
+    if (PyObject_GetBuffer(args[2], &p, PyBUF_C_CONTIGUOUS) < 0) { PyBuffer_Release(&r); return NULL; }
+    const int has_base = args[3] != Py_None;
+    if (has_base && PyObject_GetBuffer(args[3], &b, PyBUF_C_CONTIGUOUS) < 0) {
+        PyBuffer_Release(&r);
+        PyBuffer_Release(&p);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    if (r.ndim != 2 || r.itemsize != 4 || row < 0 || row >= r.shape[0] || p.len % 8 || (has_base && b.len != r.shape[1] * 4)) {
+        PyErr_SetString(PyExc_ValueError, "put: rows must be int32 [n, num_words], row in range, base int32 [num_words]");
+        goto done;
+    }
+    const Py_ssize_t n = r.shape[1];
+    int32_t *out = (int32_t *)r.buf + row * n;
+    const int32_t *pairs = p.buf;
+    for (Py_ssize_t k = 0; k < p.len / 8; k++)
+        if (pairs[2 * k] < 0 || pairs[2 * k] >= n) { PyErr_SetString(PyExc_IndexError, "put: word out of range"); goto done; }
+    if (has_base) memcpy(out, b.buf, n * 4);
+    else memset(out, 0, n * 4);
+    for (Py_ssize_t k = 0; k < p.len / 8; k++) out[pairs[2 * k]] = pairs[2 * k + 1];
+    result = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&r);
+    PyBuffer_Release(&p);
+    if (has_base) PyBuffer_Release(&b);
+    return result;
+}
+
 /* run(dfa, state, data, pos, stop_final) -> (state, pos): steps bytes while the state has no
  * calls and (with stop_final) is not final, where a pushdown configuration could branch,
  * stopping before such a state's byte; state -1 when a byte is rejected. */
@@ -981,6 +1017,7 @@ static PyMethodDef methods[] = {
     {"mask_ends", (PyCFunction)(void (*)(void))mask_ends, METH_FASTCALL, "mask() plus the states its tokens end in (see the module source)."},
     {"subtree", (PyCFunction)(void (*)(void))subtree, METH_FASTCALL, "The walk below one trie node (see the module source)."},
     {"run", run, METH_VARARGS, "Step bytes through the DFA until a branching state."},
+    {"put", (PyCFunction)(void (*)(void))put, METH_FASTCALL, "Write a sparse mask into a bitmask row (see the module source)."},
     {"sparse", (PyCFunction)(void (*)(void))sparse, METH_FASTCALL, "The few non-zero words of a mask, or None (see the module source)."},
     {NULL, NULL, 0, NULL},
 };

@@ -86,7 +86,7 @@ class CompiledGrammar:
                     self._store(configs, words)
                     return
                 words = self._store(configs, compute_mask(self.dfa, self.vocab, configs, self._state_masks))
-            write_row(words, rows[row])
+            write_row(words, rows, row)
 
     def _store(self, configs: States, words: Words) -> Words:
         if len(self._masks) >= MAX_CACHED_MASKS:

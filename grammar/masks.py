@@ -67,20 +67,18 @@ class SparseWords:
     row per mask costs more in page faults (fresh memory: ~20 us for the 32 KB of a 262k
     vocabulary) than its walk. A bitmask row is written from this in a microsecond or two."""
 
-    __slots__ = ("index", "value", "base", "num_words")
+    __slots__ = ("pairs", "index", "value", "base", "num_words")
 
-    def __init__(self, index: np.ndarray, value: np.ndarray, base: np.ndarray | None, num_words: int) -> None:
-        self.index = index  # int [k] word positions, increasing
-        self.value = value  # int32 [k] the mask's words there
+    def __init__(self, pairs: bytes, base: np.ndarray | None, num_words: int) -> None:
+        self.pairs = pairs  # int32 (word position, the mask's word there) pairs, positions increasing
+        both = np.frombuffer(pairs, dtype=np.int32).reshape(-1, 2)
+        self.index, self.value = both[:, 0], both[:, 1]
         self.base = base  # int32 [num_words] every other word (a subset of the mask), or None: zero
         self.num_words = num_words
 
-    def write(self, row: np.ndarray) -> None:
-        if self.base is None:
-            row.fill(0)
-        else:
-            row[:] = self.base
-        row[self.index] = self.value
+    def write(self, rows: np.ndarray, row: int) -> None:
+        """rows[row] = the mask (one C call)."""
+        _walk.put(rows, row, self.pairs, self.base)
 
 
 Words = np.ndarray | SparseWords  # a mask, int32 [num_words] or its words apart from a base
@@ -95,8 +93,7 @@ def kept(scratch: np.ndarray, base: np.ndarray | None = None) -> Words:
         raw = _walk.sparse(scratch, SPARSE_WORDS)
         if raw is None:
             return scratch.copy()
-    pairs = np.frombuffer(raw, dtype=np.int32).reshape(-1, 2)
-    return SparseWords(pairs[:, 0], pairs[:, 1], base, len(scratch))
+    return SparseWords(raw, base, len(scratch))
 
 
 def slice_base(dfa: LazyDfa, vocab: Vocabulary, d: int) -> np.ndarray | None:
@@ -108,18 +105,18 @@ def slice_base(dfa: LazyDfa, vocab: Vocabulary, d: int) -> np.ndarray | None:
 def dense(words: Words) -> np.ndarray:
     """int32 [num_words] of a kept mask (a new array for SparseWords)."""
     if type(words) is SparseWords:
-        out = np.zeros(words.num_words, dtype=np.int32)
-        words.write(out)
+        out = np.zeros(words.num_words, dtype=np.int32) if words.base is None else words.base.copy()
+        out[words.index] = words.value
         return out
     return words
 
 
-def write_row(words: Words, row: np.ndarray) -> None:
-    """row[:] = the mask."""
+def write_row(words: Words, rows: np.ndarray, row: int) -> None:
+    """rows[row] = the mask."""
     if type(words) is SparseWords:
-        words.write(row)
+        words.write(rows, row)
     else:
-        row[:] = words
+        rows[row] = words
 
 
 def or_into(out: np.ndarray, words: Words) -> None:
@@ -381,7 +378,7 @@ def fill_single(dfa: LazyDfa, vocab: Vocabulary, configs: States, cache: dict[tu
         return None
     if not sm.stack_free():
         return None
-    write_row(sm.words, rows[row])
+    write_row(sm.words, rows, row)
     return sm.words
 
 

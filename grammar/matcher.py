@@ -43,7 +43,7 @@ class Matcher:
                 words = g.mask(self._history[-1])
         if view is not None:  # a numpy view of the CPU tensor: no tensor round trip
             if type(words) is SparseWords:
-                words.write(view[row])
+                words.write(view, row)
             else:
                 view[row] = words
         else:

@@ -210,6 +210,13 @@ def test_walk_tables_reject_bad_input():
             masks._walk.run(g.dfa, state, b"{", 0, False)
     with pytest.raises(IndexError):
         masks._walk.subtree(tables, g.dfa, len(vocab.flat.byte), d, False, np.empty(vocab.num_words, np.int32))
+    rows = np.zeros((2, vocab.num_words), np.int32)
+    with pytest.raises(IndexError):
+        masks._walk.put(rows, 0, np.array([vocab.num_words, 1], np.int32).tobytes(), None)  # a word past the row
+    with pytest.raises(ValueError):
+        masks._walk.put(rows, 2, b"", None)
+    with pytest.raises(ValueError):
+        masks._walk.put(rows, 0, b"", np.zeros(vocab.num_words + 1, np.int32))
     trie = list(vocab.trie_arrays)
     bad_end = trie[2].copy()
     bad_end[0] = 0
@@ -336,9 +343,9 @@ def test_kept_masks_read_back_as_walked():
         kind = "dense" if type(k) is np.ndarray else "zero" if k.base is None else "base"
         assert kind == want_kind
         assert (masks.dense(k) == words).all()
-        row = np.full(300, 7, np.int32)
-        masks.write_row(k, row)
-        assert (row == words).all()
+        rows = np.full((3, 300), 7, np.int32)
+        masks.write_row(k, rows, 1)
+        assert (rows[1] == words).all() and (rows[[0, 2]] == 7).all()
         acc = np.zeros(300, np.int32)
         acc[5] = 1 << 4
         masks.or_into(acc, k)
