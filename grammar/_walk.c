@@ -438,17 +438,22 @@ typedef struct {
     Py_ssize_t len, cap;
 } Vec;
 
+/* Room for `extra` more ints (the capacity doubles; a multiple of 6 from the first). */
+static int vec_room(Vec *v, Py_ssize_t extra) {
+    if (v->len + extra <= v->cap) return 0;
+    const Py_ssize_t cap = v->cap ? v->cap * 2 : 192;
+    int32_t *p = realloc(v->data, cap * sizeof(int32_t));
+    if (!p) { PyErr_NoMemory(); return -1; }
+    v->data = p;
+    v->cap = cap;
+    return 0;
+}
+
 /* Push the escape (position, state, node) unless it is the last one pushed: the sibling
  * subtrees that die below one escape come one after another. */
 static int vec_push_escape(Vec *v, int32_t pos, int32_t st, int32_t node) {
     if (v->len && v->data[v->len - 3] == pos && v->data[v->len - 2] == st && v->data[v->len - 1] == node) return 0;
-    if (v->len + 3 > v->cap) {
-        Py_ssize_t cap = v->cap ? v->cap * 2 : 192;
-        int32_t *p = realloc(v->data, cap * sizeof(int32_t));
-        if (!p) { PyErr_NoMemory(); return -1; }
-        v->data = p;
-        v->cap = cap;
-    }
+    if (vec_room(v, 3) < 0) return -1;
     v->data[v->len++] = pos;
     v->data[v->len++] = st;
     v->data[v->len++] = node;
@@ -463,13 +468,7 @@ static int vec_push_end(Vec *v, int32_t t, int32_t len) {
         if (len > v->data[v->len - 1]) v->data[v->len - 1] = len;
         return 0;
     }
-    if (v->len + 2 > v->cap) {
-        Py_ssize_t cap = v->cap ? v->cap * 2 : 256;
-        int32_t *p = realloc(v->data, cap * sizeof(int32_t));
-        if (!p) { PyErr_NoMemory(); return -1; }
-        v->data = p;
-        v->cap = cap;
-    }
+    if (vec_room(v, 2) < 0) return -1;
     v->data[v->len++] = t;
     v->data[v->len++] = len;
     return 0;

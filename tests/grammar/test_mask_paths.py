@@ -58,6 +58,21 @@ def _bits(words: np.ndarray, vocab: grammar.Vocabulary) -> set[int]:
     return set(np.nonzero(bits)[0].tolist())
 
 
+def _random_walks_match_brute_force(g: CompiledGrammar, rng: random.Random, walks: int, steps: int):
+    """Along `walks` random walks of up to `steps` tokens: each state's mask equals brute force;
+    yields each state checked."""
+    eos = set(g.vocab.eos_token_ids)
+    for _ in range(walks):
+        m = g.matcher()
+        for _ in range(steps):
+            want = _brute(g, m.state)
+            assert _bits(g.mask(m.state), g.vocab) == want, m.state
+            yield m.state
+            if not want or want == eos:
+                break
+            assert m.accept(rng.choice(sorted(want - eos) or sorted(want)))
+
+
 def _numpy_mask(g: CompiledGrammar, state, monkeypatch) -> set[int]:
     with monkeypatch.context() as m:
         m.setattr(masks, "_walk", None)
@@ -263,14 +278,7 @@ def test_rest_tries_match_brute_force(seed, monkeypatch):
     schemas = SCHEMAS + [items, {"type": "object", "properties": {"x": {"type": "string", "minLength": 1}}}]
     for schema in schemas:
         g = CompiledGrammar(compile_schema_to_grammar(schema, "compact"), vocab)
-        for _ in range(3):
-            m = g.matcher()
-            for _ in range(30):
-                want = _brute(g, m.state)
-                assert _bits(g.mask(m.state), vocab) == want, (schema, m.state)
-                if not want or want == set(vocab.eos_token_ids):
-                    break
-                assert m.accept(rng.choice(sorted(want - set(vocab.eos_token_ids)) or sorted(want)))
+        assert any(_random_walks_match_brute_force(g, rng, 3, 30)), schema
 
 
 def test_rest_tries_hold_every_token_outside_the_slice():
@@ -311,16 +319,9 @@ def test_bounded_utf8_runs_count_characters(seed, monkeypatch):
                    {"type": "object", "properties": {"s": {"type": "string", "maxLength": 4}}}):
         g = CompiledGrammar(compile_schema_to_grammar(schema, "compact"), vocab)
         assert g.dfa.utf8_runs
-        for _ in range(4):
-            m = g.matcher()
-            for _ in range(30):
-                want = _brute(g, m.state)
-                assert _bits(g.mask(m.state), vocab) == want, (schema, m.state)
-                d = next(iter(m.state))[1]
-                bounded += g.dfa.slice_of[d] == vocab.utf8_text_slice and 0 < g.dfa.absorb[d] < 1 << 30
-                if not want or want == set(vocab.eos_token_ids):
-                    break
-                assert m.accept(rng.choice(sorted(want - set(vocab.eos_token_ids)) or sorted(want)))
+        for state in _random_walks_match_brute_force(g, rng, 4, 30):
+            d = next(iter(state))[1]
+            bounded += g.dfa.slice_of[d] == vocab.utf8_text_slice and 0 < g.dfa.absorb[d] < 1 << 30
     assert bounded > 5  # the character-counting runs were walked
 
 
@@ -367,11 +368,4 @@ def test_bounded_runs_match_brute_force(pattern):
     tokens = list(alphabet) + [b"".join(rng.choice(alphabet[:-1]) for _ in range(rng.randint(2, 9))) for _ in range(500)]
     vocab = grammar.Vocabulary(tokens + [None], [len(tokens)], len(tokens) + 2)
     g = CompiledGrammar(grammar.ir.Grammar({"start": regex_to_node(pattern)}), vocab)
-    for _ in range(6):
-        m = g.matcher()
-        for _ in range(25):
-            want = _brute(g, m.state)
-            assert _bits(g.mask(m.state), vocab) == want, (pattern, m.state)
-            if not want or want == set(vocab.eos_token_ids):
-                break
-            assert m.accept(rng.choice(sorted(want - set(vocab.eos_token_ids)) or sorted(want)))
+    assert sum(1 for _ in _random_walks_match_brute_force(g, rng, 6, 25)) > 6
