@@ -2,8 +2,9 @@
 
 A mask made lazily costs its step 5-30 us of trie walk plus the Python around it; made here it
 costs a dictionary hit (~2 us). Which states to make: the token boundaries nearest the start,
-breadth-first — the walk of a state reports the states its allowed tokens end in (grammar/_walk.c
-`mask_ends`), and those are the states the next step's mask starts from. Bounded by a count and a
+breadth-first, those the longest tokens reach first — the walk of a state reports the states its
+allowed tokens end in (grammar/_walk.c `mask_ends`), and those are the states the next step's
+mask starts from. Bounded by a count and a
 time budget (the time to the first mask stays a few milliseconds); whatever is not made here is
 made on first use, as before. Without the C walk nothing is made here.
 """
@@ -12,7 +13,6 @@ from __future__ import annotations
 
 import time
 from collections import deque
-
 
 from grammar.dfa import FLAG_CALLS, LazyDfa
 from grammar.masks import _STOP, StateMask, Words, _state_mask, _walk, kept, scratch, slice_base, walk_tables
