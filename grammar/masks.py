@@ -45,7 +45,7 @@ class StateMask:
     checked against the stack. Never changed once made (not frozen: a frozen dataclass costs a
     microsecond more per mask)."""
 
-    words: Words  # int32 [num_words] or its non-zero words
+    words: Words  # int32 [num_words], or its words apart from a base (SparseWords)
     cand_ids: np.ndarray  # int [num_cand]
     cand_pos: np.ndarray  # int [num_cand]
     cand_state: np.ndarray  # int [num_cand]
@@ -56,7 +56,8 @@ class StateMask:
         return not self.escapes and not len(self.cand_ids)
 
 
-# A mask with at most this many non-zero words is kept as its non-zero words (SparseWords).
+# A mask with at most this many words apart from its base (zero, or its slice's words) is kept as
+# those words (SparseWords); the C side (_walk.sparse) takes at most 256.
 SPARSE_WORDS = 256
 
 
