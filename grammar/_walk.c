@@ -910,8 +910,9 @@ static PyObject *sparse(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (nargs != 2 && nargs != 3) { PyErr_SetString(PyExc_TypeError, "sparse(words, limit[, base])"); return NULL; }
     const Py_ssize_t limit = PyLong_AsSsize_t(args[1]);
     if (limit == -1 && PyErr_Occurred()) return NULL;
-    if (limit < 0 || limit > 256) { PyErr_SetString(PyExc_ValueError, "limit must be 0..256"); return NULL; }
+    if (limit < 0) { PyErr_SetString(PyExc_ValueError, "limit must be >= 0"); return NULL; }
     Py_buffer v, b = {0};
+    int32_t pairs_buf[2 * 256], *pairs = NULL;
     if (PyObject_GetBuffer(args[0], &v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return NULL;
     if (nargs == 3 && PyObject_GetBuffer(args[2], &b, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
         PyBuffer_Release(&v);
@@ -924,7 +925,8 @@ static PyObject *sparse(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     }
     const int32_t *w = v.buf, *base = nargs == 3 ? b.buf : NULL;
     const Py_ssize_t n = v.len / 4;
-    int32_t pairs[2 * 256];
+    pairs = limit <= 256 ? pairs_buf : malloc(2 * limit * sizeof(int32_t));
+    if (!pairs) { PyErr_NoMemory(); goto done; }
     Py_ssize_t k = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         const int32_t bw = base ? base[i] : 0;
@@ -936,6 +938,7 @@ static PyObject *sparse(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     }
     result = PyBytes_FromStringAndSize((const char *)pairs, 2 * k * (Py_ssize_t)sizeof(int32_t));
 done:
+    if (pairs && pairs != pairs_buf) free(pairs);
     PyBuffer_Release(&v);
     if (nargs == 3) PyBuffer_Release(&b);
     return result;

@@ -56,9 +56,10 @@ class StateMask:
         return not self.escapes and not len(self.cand_ids)
 
 
-# A mask with at most this many words apart from its base (zero, or its slice's words) is kept as
-# those words (SparseWords); the C side (_walk.sparse) takes at most 256.
-SPARSE_WORDS = 256
+# A mask with at most this share of its words apart from its base (zero, or its slice's words) is
+# kept as those words (SparseWords): a string state on a 262k vocabulary differs from its slice in
+# some hundreds of words (the tokens that close the string), out of 8,192.
+SPARSE_SHARE = 4
 
 
 class SparseWords:
@@ -88,10 +89,11 @@ Words = np.ndarray | SparseWords  # a mask, int32 [num_words] or its words apart
 def kept(scratch: np.ndarray, base: np.ndarray | None = None) -> Words:
     """The mask just walked into `scratch` (reused by the next walk) as it is kept: its words
     apart from `base` (if it holds base whole) or from zero when few, else a dense copy."""
-    raw = None if base is None else _walk.sparse(scratch, SPARSE_WORDS, base)
+    limit = len(scratch) // SPARSE_SHARE
+    raw = None if base is None else _walk.sparse(scratch, limit, base)
     if raw is None:
         base = None
-        raw = _walk.sparse(scratch, SPARSE_WORDS)
+        raw = _walk.sparse(scratch, limit)
         if raw is None:
             return scratch.copy()
     return SparseWords(raw, base, len(scratch))
