@@ -646,8 +646,6 @@ static int walk_trie(Tables *tb, const Trie *tr, int plain, Dfa *d, long from, P
     return 0;
 }
 
-/* The start of the walk from s: row and slice of s, the words its slice already gives, the
- * text first bytes (unless s itself is in string text). */
 /* Whether the bounded run of s's slice (absorb characters, each to the dominant target) ends
  * where no character of the slice goes on: then a token made only of slice characters is allowed
  * exactly when it has at most `absorb` of them (the slice's words up to that many). */
@@ -667,6 +665,8 @@ static int run_is_exact(Dfa *d, long s, long absorb, const uint8_t *set, int *ex
     return 0;
 }
 
+/* The start of the walk from s: row and slice of s, the words its slice already gives, the
+ * text first bytes (unless s itself is in string text). */
 static int walk_start(Tables *tb, Dfa *d, PyObject *vocab, long s, uint32_t *words, Start *start, Vec *ends) {
     memset(start, 0, sizeof(*start));
     if ((d->t.trans[(Py_ssize_t)s * 256] == UNKNOWN || d->t.slice_of[s] == SLICE_UNKNOWN) && dfa_build(d, s, 1) < 0)
@@ -821,7 +821,7 @@ static PyObject *walk_call(Tables *tb, PyObject *dfa, PyObject *vocab, long s, l
         const int r = rc == 0 ? rest_walk(tb, &d, s, nonempty, out.buf, &cands, ends_p, &sc) : 0;
         if (r < 0) rc = -1;
         else if (r) goto walked;  /* the slice's tokens from walk_start, the others by their rests */
-        rc = walk_trie(tb, &tb->trie, 0, &d, s, -1, 0, nonempty, out.buf, &start, &cands, ends_p, &sc);
+        if (rc == 0) rc = walk_trie(tb, &tb->trie, 0, &d, s, -1, 0, nonempty, out.buf, &start, &cands, ends_p, &sc);
         if (rc == 0 && start.keyed) rc = keyed_walk(tb, &d, &start, nonempty, out.buf, &cands, ends_p, &sc);
     } else {
         memset(&start, 0, sizeof(start));
