@@ -103,6 +103,15 @@ static int dfa_refresh(Dfa *d) {
     return 0;
 }
 
+/* 1 when s is a state of the DFA (rows built since the last refresh may have added states), 0
+ * (IndexError set) when not, -1 on another error. */
+static int dfa_has(Dfa *d, long s) {
+    if (s >= d->t.num_states && s >= 0 && dfa_refresh(d) < 0) return -1;
+    if (s >= 0 && s < d->t.num_states) return 1;
+    PyErr_SetString(PyExc_IndexError, "DFA state out of range");
+    return 0;
+}
+
 static int dfa_open(Dfa *d, PyObject *dfa) {
     memset(d, 0, sizeof(*d));
     d->dfa = dfa;
@@ -441,7 +450,8 @@ typedef struct {
 /* Room for `extra` more ints (the capacity doubles; a multiple of 6 from the first). */
 static int vec_room(Vec *v, Py_ssize_t extra) {
     if (v->len + extra <= v->cap) return 0;
-    const Py_ssize_t cap = v->cap ? v->cap * 2 : 192;
+    Py_ssize_t cap = v->cap ? v->cap * 2 : 192;
+    while (cap < v->len + extra) cap *= 2;
     int32_t *p = realloc(v->data, cap * sizeof(int32_t));
     if (!p) { PyErr_NoMemory(); return -1; }
     v->data = p;
@@ -489,6 +499,8 @@ typedef struct {
     long absorb;
     int exact;  /* the slice run ends after `absorb` characters: no slice character goes on from there */
     uint8_t fc[256];
+    uint8_t pre[128];    /* ASCII first bytes whose `b + text` tokens text_first put in words though b does not go
+                          * to its target: the walk below b clears those that die (a declared key's first letter) */
     const Slice *keyed;  /* text_first's slice when it has rest tries: its ASCII first bytes' subtrees are */
     long fc_target;      /* skipped, their tokens taken by text_first or by rest[2] below fc from this state */
 } Start;
@@ -528,6 +540,11 @@ static int text_first(Tables *tb, Dfa *d, long s, uint32_t *words, Start *start,
     const Py_ssize_t num_words = tb->num_words;
     if (!missing) {
         for (Py_ssize_t w = 0; w < num_words; w++) words[w] |= tb->rest_words[w];
+    } else if (taken > 2 * num_words + missing && !start->root_set) {
+        /* all of them, and the walk below each missing byte clears those that die there (words
+         * held nothing else: no start slice) */
+        memcpy(words, tb->rest_words, num_words * sizeof(uint32_t));
+        for (int b = 0; b < 128; b++) start->pre[b] = tb->text_first[b] && !start->fc[b];
     } else if (taken > 2 * num_words + missing) {  /* all of them minus the missing bytes' tokens */
         uint32_t *tmp = malloc(num_words * sizeof(uint32_t));
         if (!tmp) { PyErr_NoMemory(); return -1; }
@@ -557,10 +574,45 @@ static int text_first(Tables *tb, Dfa *d, long s, uint32_t *words, Start *start,
  * after a first byte. */
 typedef struct {
     int32_t *st, *esc_pos, *esc_st, *nd, *cur, *lim;
-    uint8_t *inroot, *infc;
+    uint8_t *inroot, *infc, *inpre;
 } Scratch;
 
 #define SCRATCH_INTS 6
+
+/* A Scratch's memory: on the C stack for tries up to STACK_DEPTH deep, else malloc-ed. */
+typedef struct {
+    Scratch sc;
+    int32_t *ints;
+    uint8_t *flags;
+    int32_t ints_buf[SCRATCH_INTS * STACK_DEPTH];
+    uint8_t flags_buf[3 * STACK_DEPTH];
+} ScratchMem;
+
+static int scratch_open(ScratchMem *m, int depth) {
+    m->ints = m->ints_buf;
+    m->flags = m->flags_buf;
+    if (depth > STACK_DEPTH) {
+        m->ints = malloc(SCRATCH_INTS * depth * sizeof(int32_t));
+        m->flags = malloc(3 * depth);
+        if (!m->ints || !m->flags) {
+            if (m->ints) free(m->ints);
+            if (m->flags) free(m->flags);
+            m->ints = m->ints_buf;
+            m->flags = m->flags_buf;
+            PyErr_NoMemory();
+            return -1;
+        }
+    }
+    int32_t *i = m->ints;
+    m->sc = (Scratch){i, i + depth, i + 2 * depth, i + 3 * depth, i + 4 * depth, i + 5 * depth, m->flags, m->flags + depth,
+                      m->flags + 2 * depth};
+    return 0;
+}
+
+static void scratch_close(ScratchMem *m) {
+    if (m->ints != m->ints_buf) free(m->ints);
+    if (m->flags != m->flags_buf) free(m->flags);
+}
 
 /* Walk the subtree of `node` (-1: the whole trie; a node at depth `depth0`) from state `from`:
  * OR into words the tokens consumed entirely inside the DFA, push the escape (byte position,
@@ -577,13 +629,15 @@ static int walk_trie(Tables *tb, const Trie *tr, int plain, Dfa *d, long from, P
     const Slice *text = &tb->slices[tb->text_id];
     const uint8_t *fm = text->set, *fpure = text->root_pure;
     int32_t *st = sc->st, *esc_pos = sc->esc_pos, *esc_st = sc->esc_st, *nd = sc->nd, *cur = sc->cur, *lim = sc->lim;
-    uint8_t *inroot = sc->inroot, *infc = sc->infc;
+    uint8_t *inroot = sc->inroot, *infc = sc->infc, *inpre = sc->inpre;
+    const uint8_t *pre = start->pre;
     st[depth0] = (int32_t)from;
     esc_pos[depth0] = -1;
     esc_st[depth0] = 0;
     nd[depth0] = (int32_t)node;
     inroot[depth0] = root_set != NULL;
     infc[depth0] = 0;
+    inpre[depth0] = 0;
     int k = depth0 + 1;
     cur[k] = kid_off[node + 1];
     lim[k] = kid_off[node + 2];
@@ -599,7 +653,10 @@ static int walk_trie(Tables *tb, const Trie *tr, int plain, Dfa *d, long from, P
             if (dfa_build(d, p, 1) < 0) return -1;
             t = d->t.trans[(Py_ssize_t)p * 256 + b];
         }
+        const int in_pre = k == 1 ? b < 128 && pre[b] : inpre[k - 1] && fm[b];
         if (t < 0) {
+            if (in_pre)  /* text_first put its text tokens in words: they die here */
+                for (int32_t r = tlo[i]; r < tlo[tend[i]]; r++) words[(uint32_t)ids[r] >> 5] &= ~(1u << ((uint32_t)ids[r] & 31));
             if (esc_pos[k - 1] >= 0 && vec_push_escape(escapes, esc_pos[k - 1], esc_st[k - 1], (int32_t)(tr->base + nd[esc_pos[k - 1]])) < 0)
                 return -1;
             continue;
@@ -625,7 +682,7 @@ static int walk_trie(Tables *tb, const Trie *tr, int plain, Dfa *d, long from, P
             const int sl = d->t.slice_of[t];
             const Slice *ts = sl >= 0 && sl < tb->num_slices ? &tb->slices[sl] : NULL;
             if (ts && (ts->char_max ? ts->char_max[i] - ts->char_depth[i] : theight[i]) <= d->t.absorb[t] && ts->pure[i]) {
-                set_rows(words, ids, tlo[i + 1], tlo[e]);
+                if (!(in_pre && fpure[i])) set_rows(words, ids, tlo[i + 1], tlo[e]);  /* (else text_first's) */
                 if (vec_push_end(ends, t, k + theight[i]) < 0) return -1;  /* and the states of t's slice run after it */
                 continue;
             }
@@ -639,6 +696,7 @@ static int walk_trie(Tables *tb, const Trie *tr, int plain, Dfa *d, long from, P
         nd[k] = (int32_t)i;
         inroot[k] = (uint8_t)in_r;
         infc[k] = (uint8_t)in_fc;
+        inpre[k] = (uint8_t)in_pre;
         k++;
         cur[k] = kid_off[i + 1];
         lim[k] = kid_off[i + 2];
@@ -711,6 +769,17 @@ static const Trie *node_trie(const Tables *tb, long node) {
             if (tr->num_nodes > 0 && node >= tr->base && node < tr->base + tr->num_nodes) return tr;
         }
     return &tb->trie;
+}
+
+/* Walk the subtree of `node` (a global node number: of the trie or of a rest trie) from state s. */
+static int walk_node(Tables *tb, Dfa *d, long s, long node, int nonempty, uint32_t *words, Vec *escapes, Vec *ends,
+                     const Scratch *sc) {
+    Start none;
+    memset(&none, 0, sizeof(none));
+    if (d->t.trans[(Py_ssize_t)s * 256] == UNKNOWN && dfa_build(d, s, 1) < 0) return -1;
+    const Trie *tr = node_trie(tb, node);
+    return walk_trie(tb, tr, tr != &tb->trie, d, s, node - tr->base, tr->tdepth[node - tr->base], nonempty, words, &none,
+                     escapes, ends, sc);
 }
 
 /* Instead of the whole trie (after walk_start: row and slice of s known), walk the slice's rest
@@ -791,18 +860,9 @@ static PyObject *walk_call(Tables *tb, PyObject *dfa, PyObject *vocab, long s, l
     Vec cands = {NULL, 0, 0}, ends = {NULL, 0, 0};
     Vec *ends_p = want_ends ? &ends : NULL;
     Start start;
-    int32_t ints_buf[SCRATCH_INTS * STACK_DEPTH];
-    uint8_t flags_buf[2 * STACK_DEPTH];
-    int32_t *ints = ints_buf;
-    uint8_t *flags = flags_buf;
-    const int depth = tb->trie.max_depth + 1;
-    if (depth > STACK_DEPTH) {
-        ints = malloc(SCRATCH_INTS * depth * sizeof(int32_t));
-        flags = malloc(2 * depth);
-        if (!ints || !flags) { PyErr_NoMemory(); goto fail; }
-    }
-    const Scratch sc = {ints, ints + depth, ints + 2 * depth, ints + 3 * depth, ints + 4 * depth, ints + 5 * depth,
-                        flags, flags + depth};
+    ScratchMem mem;
+    if (scratch_open(&mem, tb->trie.max_depth + 1) < 0) goto fail;
+    const Scratch sc = mem.sc;
     if (out.len != tb->num_words * 4) { PyErr_SetString(PyExc_ValueError, "out must hold num_words int32"); goto fail; }
     if (copy_obj && (copy.ndim != 2 || copy.shape[1] * copy.itemsize != out.len)) {
         PyErr_SetString(PyExc_ValueError, "rows must be a 2-d array of rows like out");
@@ -824,17 +884,13 @@ static PyObject *walk_call(Tables *tb, PyObject *dfa, PyObject *vocab, long s, l
         if (rc == 0) rc = walk_trie(tb, &tb->trie, 0, &d, s, -1, 0, nonempty, out.buf, &start, &cands, ends_p, &sc);
         if (rc == 0 && start.keyed) rc = keyed_walk(tb, &d, &start, nonempty, out.buf, &cands, ends_p, &sc);
     } else {
-        memset(&start, 0, sizeof(start));
-        rc = d.t.trans[(Py_ssize_t)s * 256] == UNKNOWN ? dfa_build(&d, s, 1) : 0;
-        const Trie *tr = node_trie(tb, node);
-        if (rc == 0)
-            rc = walk_trie(tb, tr, tr != &tb->trie, &d, s, node - tr->base, tr->tdepth[node - tr->base], nonempty, out.buf,
-                           &start, &cands, ends_p, &sc);
+        rc = walk_node(tb, &d, s, node, nonempty, out.buf, &cands, ends_p, &sc);
     }
 walked:
     if (rc == 0) {
         if (cands.len) result = PyBytes_FromStringAndSize((const char *)cands.data, cands.len * (Py_ssize_t)sizeof(int32_t));
         else result = Py_NewRef(Py_None);
+        if (result && want_ends && dfa_refresh(&d) < 0) Py_CLEAR(result);  /* (the walk may have added states) */
         if (result && want_ends) {
             PyObject *e = distinct_states(ends.data, ends.len / 2, d.t.num_states);
             PyObject *pair = e ? PyTuple_Pack(2, result, e) : NULL;
@@ -845,12 +901,263 @@ walked:
     }
     dfa_close(&d);
 fail:
-    if (ints != ints_buf) free(ints);
-    if (flags != flags_buf) free(flags);
+    scratch_close(&mem);
     free(cands.data);
     free(ends.data);
     PyBuffer_Release(&out);
     if (copy_obj) PyBuffer_Release(&copy);
+    return result;
+}
+
+/* ---- escapes against the stack: the general mask path (grammar/masks.py compute_mask) ---- */
+
+#define MAX_STACK 128     /* grammar/pda.py MAX_STACK: calls past this depth are not taken */
+#define MAX_CONFIGS 4096  /* grammar/pda.py MAX_CONFIGS: an expansion stops growing here */
+
+/* A map of int32 triples to an int32, open addressing; an entry counts only in the map's current
+ * generation, so a new generation empties it in O(1) (an expansion's visited set, reused). */
+typedef struct { int32_t a, b, c, value; uint32_t gen; } Entry3;
+typedef struct { Entry3 *e; Py_ssize_t cap, used; uint32_t gen; } Map3;
+
+static inline Py_ssize_t hash3(const Map3 *m, int32_t a, int32_t b, int32_t c) {
+    uint64_t h = (uint32_t)a * 0x9E3779B97F4A7C15ull ^ (uint32_t)b * 0xC2B2AE3D27D4EB4Full ^ (uint32_t)c * 0x165667B19E3779F9ull;
+    h ^= h >> 29;
+    return (Py_ssize_t)(h & (uint64_t)(m->cap - 1));
+}
+
+static int map3_init(Map3 *m, Py_ssize_t cap) {
+    m->e = calloc(cap, sizeof(Entry3));
+    m->cap = cap;
+    m->used = 0;
+    m->gen = 1;
+    if (!m->e) { PyErr_NoMemory(); return -1; }
+    return 0;
+}
+
+/* The entry of (a, b, c), found or (*added = 1) added with `value`; NULL when out of memory. */
+static Entry3 *map3_get(Map3 *m, int32_t a, int32_t b, int32_t c, int32_t value, int *added) {
+    if (2 * (m->used + 1) > m->cap) {  /* grow: move this generation's entries */
+        Map3 big;
+        if (map3_init(&big, m->cap * 2) < 0) return NULL;
+        big.gen = m->gen;
+        for (Py_ssize_t i = 0; i < m->cap; i++) {
+            const Entry3 *x = &m->e[i];
+            if (x->gen != m->gen) continue;
+            Py_ssize_t j = hash3(&big, x->a, x->b, x->c);
+            while (big.e[j].gen == big.gen) j = (j + 1) & (big.cap - 1);
+            big.e[j] = *x;
+            big.used++;
+        }
+        free(m->e);
+        *m = big;
+    }
+    Py_ssize_t j = hash3(m, a, b, c);
+    for (;; j = (j + 1) & (m->cap - 1)) {
+        Entry3 *x = &m->e[j];
+        if (x->gen != m->gen) {
+            *x = (Entry3){a, b, c, value, m->gen};
+            m->used++;
+            *added = 1;
+            return x;
+        }
+        if (x->a == a && x->b == b && x->c == c) { *added = 0; return x; }
+    }
+}
+
+/* One resolution: the DFA, the stacks met (interned: id 0 is the empty stack, a stack is its
+ * parent's id and its top return state), the (rule start, return state) pairs of each calling
+ * state, the configurations of the current expansion and the escapes still to resolve. */
+typedef struct {
+    Tables *tb;
+    Dfa d;
+    PyObject *rule_start;  /* the LazyDfa's list */
+    Vec parent, top, depth;
+    Map3 stacks, calls, visit, seen;
+    Vec pairs;    /* per calling state: count, then (start, return) pairs; calls maps state -> offset */
+    Vec configs;  /* (stack, state) of the current expansion */
+    Vec todo;     /* (stack, state, node) escapes */
+} Resolver;
+
+static int vec_push2(Vec *v, int32_t a, int32_t b) {
+    if (vec_room(v, 2) < 0) return -1;
+    v->data[v->len++] = a;
+    v->data[v->len++] = b;
+    return 0;
+}
+
+/* The id of stack `k` with return state `ret` pushed; -1 on error. */
+static int32_t push_stack(Resolver *r, int32_t k, int32_t ret) {
+    int added;
+    Entry3 *x = map3_get(&r->stacks, k, ret, 0, (int32_t)r->parent.len, &added);
+    if (!x) return -1;
+    if (added) {
+        if (vec_room(&r->parent, 1) < 0 || vec_room(&r->top, 1) < 0 || vec_room(&r->depth, 1) < 0) return -1;
+        r->parent.data[r->parent.len++] = k;
+        r->top.data[r->top.len++] = ret;
+        r->depth.data[r->depth.len] = r->depth.data[k] + 1;
+        r->depth.len++;
+    }
+    return x->value;
+}
+
+/* Offset in r->pairs of state s's calls (dfa.calls(s): return states are made on first use). */
+static int32_t calls_of(Resolver *r, int32_t s) {
+    int added;
+    Entry3 *x = map3_get(&r->calls, s, 0, 0, (int32_t)r->pairs.len, &added);
+    if (!x) return -1;
+    if (!added) return x->value;
+    const int32_t at = x->value;  /* (x may move when the map grows) */
+    PyObject *got = PyObject_CallMethod(r->d.dfa, "calls", "l", (long)s);
+    if (!got) return -1;
+    PyObject *seq = PySequence_Fast(got, "calls() must give a sequence");
+    Py_DECREF(got);
+    if (!seq) return -1;
+    const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    int rc = vec_room(&r->pairs, 1 + 2 * n);
+    if (rc == 0) r->pairs.data[r->pairs.len++] = (int32_t)n;
+    for (Py_ssize_t i = 0; rc == 0 && i < n; i++) {
+        long rule, ret;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "ll", &rule, &ret)) { rc = -1; break; }
+        if (rule < 0 || rule >= PyList_GET_SIZE(r->rule_start)) { PyErr_SetString(PyExc_IndexError, "rule out of range"); rc = -1; break; }
+        const long start = PyLong_AsLong(PyList_GET_ITEM(r->rule_start, rule));
+        if (start == -1 && PyErr_Occurred()) { rc = -1; break; }
+        r->pairs.data[r->pairs.len++] = (int32_t)start;
+        r->pairs.data[r->pairs.len++] = (int32_t)ret;
+    }
+    Py_DECREF(seq);
+    if (rc == 0) rc = dfa_refresh(&r->d);  /* return states may be new: the tables may have moved */
+    return rc < 0 ? -1 : at;
+}
+
+/* r->configs = the configurations reachable from (k, s) without a byte: returns from final
+ * states, calls (grammar/pda.py expand, with its limits). */
+static int expand_c(Resolver *r, int32_t k, int32_t s) {
+    int added;
+    r->visit.gen++;
+    r->visit.used = 0;
+    r->configs.len = 0;
+    if (!map3_get(&r->visit, k, s, 0, 0, &added) || vec_push2(&r->configs, k, s) < 0) return -1;
+    for (Py_ssize_t next = 0; next < r->configs.len && r->configs.len / 2 <= MAX_CONFIGS; next += 2) {
+        const int32_t ck = r->configs.data[next], cs = r->configs.data[next + 1];
+        if (dfa_has(&r->d, cs) <= 0) return -1;
+        const uint8_t f = r->d.t.flags[cs];
+        if (ck && (f & FLAG_FINAL)) {
+            const int32_t pk = r->parent.data[ck], ps = r->top.data[ck];
+            if (!map3_get(&r->visit, pk, ps, 0, 0, &added)) return -1;
+            if (added && vec_push2(&r->configs, pk, ps) < 0) return -1;
+        }
+        if ((f & FLAG_CALLS) && r->depth.data[ck] < MAX_STACK) {
+            const int32_t at = calls_of(r, cs);
+            if (at < 0) return -1;
+            for (int32_t i = 0; i < r->pairs.data[at]; i++) {
+                const int32_t nk = push_stack(r, ck, r->pairs.data[at + 2 + 2 * i]);
+                const int32_t ns = r->pairs.data[at + 1 + 2 * i];
+                if (nk < 0 || !map3_get(&r->visit, nk, ns, 0, 0, &added)) return -1;
+                if (added && vec_push2(&r->configs, nk, ns) < 0) return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Resolve every escape of r->todo into words: from each configuration its state reaches without
+ * a byte, the subtree below its node is walked once (per stack, state and node); the walk's own
+ * escapes, deeper in the trie, go round again. */
+static int resolve_todo(Resolver *r, uint32_t *words, const Scratch *sc) {
+    Vec cands = {NULL, 0, 0};
+    int rc = 0;
+    while (rc == 0 && r->todo.len) {
+        r->todo.len -= 3;
+        const int32_t k = r->todo.data[r->todo.len], s = r->todo.data[r->todo.len + 1], node = r->todo.data[r->todo.len + 2];
+        if (node < 0 || node >= r->tb->all_nodes) { PyErr_SetString(PyExc_IndexError, "trie node out of range"); rc = -1; break; }
+        if ((rc = expand_c(r, k, s)) < 0) break;
+        for (Py_ssize_t i = 0; rc == 0 && i < r->configs.len; i += 2) {
+            const int32_t ck = r->configs.data[i], cs = r->configs.data[i + 1];
+            int added;
+            if (!map3_get(&r->seen, ck, cs, node, 0, &added)) { rc = -1; break; }
+            if (!added) continue;
+            cands.len = 0;
+            if ((rc = walk_node(r->tb, &r->d, cs, node, ck != 0, words, &cands, NULL, sc)) < 0) break;
+            for (Py_ssize_t j = 0; rc == 0 && j < cands.len; j += 3)
+                if (vec_room(&r->todo, 3) < 0) rc = -1;
+                else {
+                    r->todo.data[r->todo.len++] = ck;
+                    r->todo.data[r->todo.len++] = cands.data[j + 1];
+                    r->todo.data[r->todo.len++] = cands.data[j + 2];
+                }
+        }
+    }
+    free(cands.data);
+    return rc;
+}
+
+/* Queue one configuration's escapes: its stack (a tuple of return states, bottom first) and the
+ * int32 (position, state, node) triples its state's walk returned. */
+static int queue_escapes(Resolver *r, PyObject *item) {
+    PyObject *stack;
+    Py_buffer raw;
+    if (!PyArg_ParseTuple(item, "O!y*", &PyTuple_Type, &stack, &raw)) return -1;
+    int rc = 0;
+    int32_t k = 0;
+    if (raw.len % 12) { PyErr_SetString(PyExc_ValueError, "escapes must be int32 triples"); rc = -1; }
+    for (Py_ssize_t i = 0; rc == 0 && i < PyTuple_GET_SIZE(stack); i++) {
+        const long ret = PyLong_AsLong(PyTuple_GET_ITEM(stack, i));
+        if (ret == -1 && PyErr_Occurred()) rc = -1;
+        else if (dfa_has(&r->d, ret) <= 0) rc = -1;
+        else if ((k = push_stack(r, k, (int32_t)ret)) < 0) rc = -1;
+    }
+    const int32_t *t = raw.buf;
+    for (Py_ssize_t i = 0; rc == 0 && i < raw.len / 12; i++)
+        if (vec_room(&r->todo, 3) < 0) rc = -1;
+        else {
+            r->todo.data[r->todo.len++] = k;
+            r->todo.data[r->todo.len++] = t[3 * i + 1];
+            r->todo.data[r->todo.len++] = t[3 * i + 2];
+        }
+    PyBuffer_Release(&raw);
+    return rc;
+}
+
+/* resolve(tables, dfa, items, out) -> None: OR into out (int32 [num_words]) the tokens the
+ * pushdown automaton accepts among the escapes of `items`, a list of (stack, escapes) — a
+ * configuration's stack (a tuple of return states) and the int32 triples mask() returned for its
+ * state.  The stack is followed in C: calls push, final states pop (grammar/pda.py expand). */
+static PyObject *resolve(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4 || Py_TYPE(args[0]) != &TablesType || !PyList_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "resolve(tables, dfa, items: list, out)");
+        return NULL;
+    }
+    Resolver r;
+    memset(&r, 0, sizeof(r));
+    r.tb = (Tables *)args[0];
+    Py_buffer out;
+    if (PyObject_GetBuffer(args[3], &out, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    PyObject *result = NULL;
+    ScratchMem mem;
+    int opened = 0;
+    if (scratch_open(&mem, r.tb->trie.max_depth + 1) < 0) goto done;
+    if (out.len != r.tb->num_words * 4) { PyErr_SetString(PyExc_ValueError, "out must hold num_words int32"); goto done; }
+    if (!(r.rule_start = PyObject_GetAttrString(args[1], "rule_start"))) goto done;
+    if (!PyList_Check(r.rule_start)) { PyErr_SetString(PyExc_TypeError, "dfa.rule_start must be a list"); goto done; }
+    if (dfa_open(&r.d, args[1]) < 0) goto done;
+    opened = 1;
+    if (map3_init(&r.stacks, 64) < 0 || map3_init(&r.calls, 64) < 0 || map3_init(&r.visit, 64) < 0 ||
+        map3_init(&r.seen, 256) < 0)
+        goto done;
+    if (vec_room(&r.parent, 1) < 0 || vec_room(&r.top, 1) < 0 || vec_room(&r.depth, 1) < 0) goto done;
+    r.parent.data[r.parent.len++] = 0;  /* the empty stack */
+    r.top.data[r.top.len++] = -1;
+    r.depth.data[r.depth.len++] = 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(args[2]); i++)
+        if (queue_escapes(&r, PyList_GET_ITEM(args[2], i)) < 0) goto done;
+    if (resolve_todo(&r, out.buf, &mem.sc) == 0) result = Py_NewRef(Py_None);
+done:
+    if (opened) dfa_close(&r.d);
+    Py_XDECREF(r.rule_start);
+    free(r.stacks.e), free(r.calls.e), free(r.visit.e), free(r.seen.e);
+    free(r.parent.data), free(r.top.data), free(r.depth.data), free(r.pairs.data), free(r.configs.data), free(r.todo.data);
+    scratch_close(&mem);
+    PyBuffer_Release(&out);
     return result;
 }
 
@@ -1018,6 +1325,7 @@ static PyMethodDef methods[] = {
     {"mask", (PyCFunction)(void (*)(void))mask, METH_FASTCALL, "One DFA state's mask by a walk of the token trie (see the module source)."},
     {"mask_ends", (PyCFunction)(void (*)(void))mask_ends, METH_FASTCALL, "mask() plus the states its tokens end in (see the module source)."},
     {"subtree", (PyCFunction)(void (*)(void))subtree, METH_FASTCALL, "The walk below one trie node (see the module source)."},
+    {"resolve", (PyCFunction)(void (*)(void))resolve, METH_FASTCALL, "Escapes checked against their stacks (see the module source)."},
     {"run", run, METH_VARARGS, "Step bytes through the DFA until a branching state."},
     {"put", (PyCFunction)(void (*)(void))put, METH_FASTCALL, "Write a sparse mask into a bitmask row (see the module source)."},
     {"sparse", (PyCFunction)(void (*)(void))sparse, METH_FASTCALL, "The few non-zero words of a mask, or None (see the module source)."},

@@ -42,14 +42,14 @@ class StateMask:
     DFA (`words`), and where the others could go on past a call or a return: from the numpy walk
     the candidate tokens (`cand_*`: token id, byte position, DFA state there), from the C walk the
     distinct escapes (byte position, DFA state, trie node) below which every token is to be
-    checked against the stack. Never changed once made (not frozen: a frozen dataclass costs a
+    checked against the stack (grammar/_walk.c `resolve`). Never changed once made (not frozen: a frozen dataclass costs a
     microsecond more per mask)."""
 
     words: Words  # int32 [num_words], or its words apart from a base (SparseWords)
     cand_ids: np.ndarray  # int [num_cand]
     cand_pos: np.ndarray  # int [num_cand]
     cand_state: np.ndarray  # int [num_cand]
-    escapes: list[tuple[int, int, int]] | None = None
+    escapes: bytes | None = None  # int32 (position, state, node) triples, as _walk.mask returns them
 
     def stack_free(self) -> bool:
         """True when the stack cannot change this state's mask (`words` is the whole answer)."""
@@ -171,13 +171,7 @@ def state_mask_c(dfa: LazyDfa, vocab: Vocabulary, d: int, nonempty_stack: bool) 
 
 def _state_mask(words: Words, raw: bytes | None) -> StateMask:
     """A StateMask from what `_walk.mask` wrote (kept) and returned."""
-    return StateMask(words, _NO_CANDS, _NO_CANDS, _NO_CANDS, _escapes(raw) if raw is not None else None)
-
-
-def _escapes(raw: bytes) -> list[tuple[int, int, int]]:
-    """The distinct (position, state, node) of the C walk's int32 triples, in order of appearance."""
-    v = np.frombuffer(raw, dtype=np.int32).tolist()
-    return list(dict.fromkeys(zip(v[0::3], v[1::3], v[2::3])))
+    return StateMask(words, _NO_CANDS, _NO_CANDS, _NO_CANDS, raw)
 
 
 def _step(dfa: LazyDfa, states: np.ndarray, cols: np.ndarray) -> np.ndarray:
@@ -347,16 +341,27 @@ def compute_mask(dfa: LazyDfa, vocab: Vocabulary, configs: States, cache: dict[t
             words |= vocab.eos_words
         return words
     words = scratch(vocab.num_words, 1)
-    words.fill(0)
-    escapes: list[tuple[tuple[int, ...], int, int]] = []
-    for stack, d in expand(dfa, configs):
+    expanded = configs if len(configs) == 1 and not dfa.flags.item(next(iter(configs))[1]) & _STOP else expand(dfa, configs)
+    items: list[tuple[tuple[int, ...], bytes]] = []  # (stack, escapes) for _walk.resolve
+    base = None  # a dense state mask the result holds: kept as the words apart from it
+    if len(expanded) == 1:
+        ((stack, d),) = expanded
         sm = _cached_state_mask(dfa, vocab, d, bool(stack), cache)
-        or_into(words, sm.words)
-        escapes.extend((stack, s, node) for _, s, node in sm.escapes or ())
-    _walk_escapes(dfa, vocab, escapes, words)
-    if is_complete(dfa, configs):
+        write_row(sm.words, words[None], 0)
+        base = sm.words if type(sm.words) is np.ndarray else None
+        items = [(stack, sm.escapes)] if sm.escapes else []
+    else:
+        words.fill(0)
+        for stack, d in expanded:
+            sm = _cached_state_mask(dfa, vocab, d, bool(stack), cache)
+            or_into(words, sm.words)
+            if sm.escapes:
+                items.append((stack, sm.escapes))
+    if items:
+        _walk.resolve(vocab.walk_tables or walk_tables(vocab), dfa, items, words)
+    if any(not stack and dfa.is_final.item(d) for stack, d in expanded):  # pda.is_complete
         words |= vocab.eos_words
-    return kept(words)
+    return kept(words, base)
 
 
 def fill_single(dfa: LazyDfa, vocab: Vocabulary, configs: States, cache: dict[tuple[int, bool], StateMask],
@@ -398,30 +403,6 @@ def _numpy_general(dfa: LazyDfa, vocab: Vocabulary, configs: States, cache: dict
     if ok:
         ids = np.array(ok, dtype=np.int64)
         np.bitwise_or.at(words, ids >> 5, (np.int64(1) << (ids & 31)).astype(np.int32))
-
-
-def _walk_escapes(dfa: LazyDfa, vocab: Vocabulary, escapes: list[tuple[tuple[int, ...], int, int]],
-                  words: np.ndarray) -> None:
-    """OR into words the candidates of the C walk that the pushdown automaton accepts: for each
-    (stack, state, trie node) where they could call or return, every configuration reachable
-    from there without a byte walks the node's subtree (grammar._walk.subtree), whose own
-    candidates go round again (deeper in the trie each time)."""
-    tables = vocab.walk_tables or walk_tables(vocab)
-    seen: set[tuple[tuple[int, ...], int, int]] = set()
-    expanded: dict[tuple[tuple[int, ...], int], set[tuple[tuple[int, ...], int]]] = {}  # many escapes share one
-    while escapes:
-        stack, s, node = escapes.pop()
-        configs = expanded.get((stack, s))
-        if configs is None:
-            configs = expanded[(stack, s)] = expand(dfa, frozenset(((stack, s),)))
-        for stk, d in configs:
-            key = (stk, d, node)
-            if key in seen:
-                continue
-            seen.add(key)
-            raw = _walk.subtree(tables, dfa, node, d, bool(stk), words)
-            if raw is not None:
-                escapes.extend((stk, s2, n2) for _, s2, n2 in _escapes(raw))
 
 
 def _candidates_allowed(dfa: LazyDfa, vocab: Vocabulary, slow: list[tuple[int, tuple[int, ...], int, int]],

@@ -225,6 +225,15 @@ def test_walk_tables_reject_bad_input():
             masks._walk.run(g.dfa, state, b"{", 0, False)
     with pytest.raises(IndexError):
         masks._walk.subtree(tables, g.dfa, len(vocab.flat.byte), d, False, np.empty(vocab.num_words, np.int32))
+    esc = np.array([1, d, 0], np.int32).tobytes()
+    for items, error in (([((), esc[:8])], ValueError), ([((g.dfa.num_states,), esc)], IndexError),
+                         ([((), np.array([1, g.dfa.num_states, 0], np.int32).tobytes())], IndexError),
+                         ([((), np.array([1, d, len(vocab.flat.byte) + 10**6], np.int32).tobytes())], IndexError),
+                         ([([], esc)], TypeError), ((((), esc),), TypeError)):
+        with pytest.raises(error):
+            masks._walk.resolve(tables, g.dfa, items, np.zeros(vocab.num_words, np.int32))
+    with pytest.raises(ValueError):
+        masks._walk.resolve(tables, g.dfa, [((), esc)], np.zeros(vocab.num_words + 1, np.int32))
     rows = np.zeros((2, vocab.num_words), np.int32)
     with pytest.raises(IndexError):
         masks._walk.put(rows, 0, np.array([vocab.num_words, 1], np.int32).tobytes(), None)  # a word past the row
@@ -245,8 +254,9 @@ def test_walk_tables_reject_bad_input():
 
 @needs_c
 def test_tokens_across_several_returns_match_brute_force(monkeypatch):
-    """Tokens that return from nested rules and go on (`]],[`): the C walk's candidates are
-    resolved by walking the trie below where they could return (grammar._walk.subtree)."""
+    """Tokens that return from nested rules and go on (`]],[`): the C walk's escapes are
+    resolved by walking the trie below where they could return, the stack followed in C
+    (grammar._walk.resolve)."""
     tokens = [b"[", b"]", b",", b"1", b"2", b"[[", b"]]", b"]]]", b"]],[", b"],[[", b"1]]", b"1],[2", b"]],[[1",
               b"2]]]]", b",[", b"],", b"[1,", b"]]x", b"12", b"1]]],[", b"]],[[]]"]
     vocab = grammar.Vocabulary(tokens, [len(tokens)], len(tokens) + 2)
