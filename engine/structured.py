@@ -64,9 +64,7 @@ def build_vocabulary(tokenizer, vocab_size: int, eos_token_ids: list[int]):
     """The grammar vocabulary of `tokenizer`, padded to the model's `vocab_size`, with every EOS id of the model."""
     import grammar
 
-    vocab = grammar.Vocabulary.from_tokenizer(tokenizer, vocab_size=vocab_size)
-    eos = sorted(set(vocab.eos_token_ids) | set(eos_token_ids))
-    return grammar.Vocabulary(vocab.token_bytes, eos, vocab_size)
+    return grammar.Vocabulary.from_tokenizer(tokenizer, vocab_size=vocab_size, extra_eos=list(eos_token_ids))
 
 
 class GrammarChecker:

@@ -186,11 +186,16 @@ typedef struct {
                                      * characters of a token below, and of its prefix (a bounded run
                                      * of the slice counts characters) */
     const uint32_t *upto[MAX_UPTO]; /* its tokens of at most k bytes (from Python, on first use) */
-    Trie rest[3];                   /* tokens not in the slice by what follows their longest prefix of
+    Trie rest[4];                   /* tokens not in the slice by what follows their longest prefix of
                                      * slice characters: [0] with none (the whole token), [1] with
                                      * some, [2] those of [1] with an ASCII first byte, keyed by it
-                                     * and then the rest (num_nodes -1: none; grammar/rest_trie.py) */
+                                     * and then the rest, [3] those of [1] keyed by the number of
+                                     * characters of that prefix (a byte) and then the rest
+                                     * (num_nodes -1: none; grammar/rest_trie.py) */
     int32_t keyed_child[128];       /* the node of rest[2] for first byte b, or -1 */
+    int32_t run_child[256];         /* the node of rest[3] for a prefix of j characters, or -1 */
+    const uint8_t *run_max;         /* per trie node: the most characters of such a prefix below it
+                                     * (a token of the slice: all of them; at most 255), with rest[3] */
 } Slice;
 
 typedef struct {
@@ -297,8 +302,9 @@ static int tables_slices(Tables *tb, PyObject *slices) {
         const uint8_t *set = take(tb, PyTuple_GET_ITEM(item, 0), 1, 256, NULL);
         if (!set) return -1;
         memcpy(sl->set, set, 256);
-        sl->rest[0].num_nodes = sl->rest[1].num_nodes = sl->rest[2].num_nodes = -1;
+        for (int r = 0; r < 4; r++) sl->rest[r].num_nodes = -1;
         for (int b = 0; b < 128; b++) sl->keyed_child[b] = -1;
+        for (int j = 0; j < 256; j++) sl->run_child[j] = -1;
         if (!(sl->pure = take(tb, PyTuple_GET_ITEM(item, 1), 1, tb->trie.num_nodes, NULL))) return -1;
         if (!(sl->root_pure = take(tb, PyTuple_GET_ITEM(item, 2), 1, tb->trie.num_nodes, NULL))) return -1;
         if (!(sl->words = take(tb, PyTuple_GET_ITEM(item, 3), 4, tb->num_words, NULL))) return -1;
@@ -334,34 +340,60 @@ static int tables_text(Tables *tb, PyObject *text) {
     return 0;
 }
 
-/* Each (slice id, three FlatTrie arrays) of `rests`: that slice's rest tries. */
+/* Each (slice id, four FlatTrie arrays or None) of `rests`: that slice's rest tries. */
 static int tables_rests(Tables *tb, PyObject *rests) {
     if (!PyTuple_Check(rests)) { PyErr_SetString(PyExc_TypeError, "rests must be a tuple"); return -1; }
-    for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(rests); j++) {
+    uint8_t *done = PyMem_Calloc(tb->num_slices ? tb->num_slices : 1, 1);
+    if (!done) { PyErr_NoMemory(); return -1; }
+    int rc = 0;
+    for (Py_ssize_t j = 0; rc == 0 && j < PyTuple_GET_SIZE(rests); j++) {
         PyObject *item = PyTuple_GET_ITEM(rests, j);
-        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 4) { PyErr_SetString(PyExc_ValueError, "rest must be (slice id, trie, trie, trie)"); return -1; }
-        const long sid = PyLong_AsLong(PyTuple_GET_ITEM(item, 0));
-        if (sid == -1 && PyErr_Occurred()) return -1;
-        if (sid < 0 || sid >= tb->num_slices || tb->slices[sid].rest[0].num_nodes >= 0) {
-            PyErr_SetString(PyExc_ValueError, "rest trie: bad or repeated slice id");
-            return -1;
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 6) {
+            PyErr_SetString(PyExc_ValueError, "rest must be (slice id, trie, trie, trie, trie, run_max), each but the id may be None");
+            rc = -1;
+            break;
         }
+        const long sid = PyLong_AsLong(PyTuple_GET_ITEM(item, 0));
+        if (sid == -1 && PyErr_Occurred()) { rc = -1; break; }
+        if (sid < 0 || sid >= tb->num_slices || done[sid]) {
+            PyErr_SetString(PyExc_ValueError, "rest trie: bad or repeated slice id");
+            rc = -1;
+            break;
+        }
+        done[sid] = 1;
         Slice *sl = &tb->slices[sid];
-        for (int r = 0; r < 3; r++) {
+        for (int r = 0; r < 4; r++) {
             Trie *tr = &sl->rest[r];
+            PyObject *arrays = PyTuple_GET_ITEM(item, 1 + r);
+            if (arrays == Py_None) continue;
             tr->base = tb->all_nodes;
-            if (take_trie(tb, tr, PyTuple_GET_ITEM(item, 1 + r)) < 0 || tr->max_depth > tb->trie.max_depth) {
+            if (take_trie(tb, tr, arrays) < 0 || tr->max_depth > tb->trie.max_depth) {
                 if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "rest trie deeper than the trie");
-                for (int q = 0; q < 3; q++) sl->rest[q].num_nodes = -1;  /* kids already listed are freed at dealloc */
-                return -1;
+                for (int q = 0; q < 4; q++) sl->rest[q].num_nodes = -1;  /* kids already listed are freed at dealloc */
+                rc = -1;
+                break;
             }
             tb->all_nodes += tr->num_nodes;
         }
-        const Trie *keyed = &sl->rest[2];
-        for (int32_t k = keyed->kid_off[0]; k < keyed->kid_off[1]; k++)
-            if ((keyed->kids[k] & 255) < 128) sl->keyed_child[keyed->kids[k] & 255] = (int32_t)(keyed->kids[k] >> 8);
+        if (rc < 0) break;
+        if ((PyTuple_GET_ITEM(item, 5) == Py_None) != (sl->rest[3].num_nodes < 0)) {
+            PyErr_SetString(PyExc_ValueError, "run_max comes with the run trie");
+            rc = -1;
+            break;
+        }
+        if (PyTuple_GET_ITEM(item, 5) != Py_None && !(sl->run_max = take(tb, PyTuple_GET_ITEM(item, 5), 1, tb->trie.num_nodes, NULL))) {
+            rc = -1;
+            break;
+        }
+        const Trie *keyed = &sl->rest[2], *run = &sl->rest[3];
+        if (keyed->num_nodes > 0)
+            for (int32_t k = keyed->kid_off[0]; k < keyed->kid_off[1]; k++)
+                if ((keyed->kids[k] & 255) < 128) sl->keyed_child[keyed->kids[k] & 255] = (int32_t)(keyed->kids[k] >> 8);
+        if (run->num_nodes > 0)
+            for (int32_t k = run->kid_off[0]; k < run->kid_off[1]; k++) sl->run_child[run->kids[k] & 255] = (int32_t)(run->kids[k] >> 8);
     }
-    return 0;
+    PyMem_Free(done);
+    return rc;
 }
 
 /* Tables(num_words, trie, slices, text[, rests]): see grammar/masks.py `walk_tables` for the fields. */
@@ -380,7 +412,7 @@ static void tables_dealloc(Tables *tb) {
     for (Py_ssize_t i = 0; i < tb->num_views; i++) PyBuffer_Release(&tb->views[i]);
     PyMem_Free(tb->views);
     for (int s = 0; s < tb->num_slices; s++) {
-        for (int r = 0; r < 3; r++) {
+        for (int r = 0; r < 4; r++) {
             PyMem_Free(tb->slices[s].rest[r].kids);
             PyMem_Free(tb->slices[s].rest[r].kid_off);
         }
@@ -503,6 +535,10 @@ typedef struct {
                           * to its target: the walk below b clears those that die (a declared key's first letter) */
     const Slice *keyed;  /* text_first's slice when it has rest tries: its ASCII first bytes' subtrees are */
     long fc_target;      /* skipped, their tokens taken by text_first or by rest[2] below fc from this state */
+    long run;            /* a bounded run's length (run_walk took its rests): subtrees on the slice whose tokens'
+                          * prefixes of slice characters all have at most this many are skipped (0: none) */
+    const uint8_t *run_max;  /* the slice's run_max */
+    int run_utf8;        /* ...and the tokens of first bytes outside the slice (rest[0] took them) */
 } Start;
 
 /* The slice of state x, upgraded to UTF-8 string text by the LazyDfa when it is the ASCII one. */
@@ -647,6 +683,7 @@ static int walk_trie(Tables *tb, const Trie *tr, int plain, Dfa *d, long from, P
         const Py_ssize_t i = kid >> 8;
         const int b = kid & 255;
         if (k == 1 && b < 128 && fc[b] && start->keyed) continue;  /* text_first and keyed_walk take them */
+        if (k == 1 && start->run_utf8 && !root_set[b]) continue;      /* run_walk took them */
         const int32_t p = st[k - 1];
         int32_t t = d->t.trans[(Py_ssize_t)p * 256 + b];
         if (t == UNKNOWN) {
@@ -672,6 +709,8 @@ static int walk_trie(Tables *tb, const Trie *tr, int plain, Dfa *d, long from, P
             if (vec_push_end(ends, t, k) < 0) return -1;
         }
         const int in_r = inroot[k - 1] && root_set[b];
+        if (in_r && start->run && (start->exact || start->run_max[i] <= start->run))
+            continue;  /* in words, taken by run_walk, or (past an exact run's end) dead */
         if (in_r && rpure[i] && (start->exact || (start->root_chars ? start->root_chars[i] : k + theight[i]) <= start->absorb))
             continue;  /* all in words (or, past an exact run's end, dead) */
         /* first byte from fc, the rest string text: text_first OR-ed these too */
@@ -764,7 +803,7 @@ static int keyed_walk(Tables *tb, Dfa *d, const Start *start, int nonempty, uint
 /* The trie holding the node numbered `node` (0 <= node < all_nodes). */
 static const Trie *node_trie(const Tables *tb, long node) {
     for (int s = 0; s < tb->num_slices; s++)
-        for (int r = 0; r < 3; r++) {
+        for (int r = 0; r < 4; r++) {
             const Trie *tr = &tb->slices[s].rest[r];
             if (tr->num_nodes > 0 && node >= tr->base && node < tr->base + tr->num_nodes) return tr;
         }
@@ -805,6 +844,46 @@ static int rest_walk(Tables *tb, Dfa *d, long s, int nonempty, uint32_t *words, 
     const Trie *rest = tb->slices[sl].rest;
     if (walk_trie(tb, &rest[0], 1, d, s, -1, 0, nonempty, words, &none, escapes, ends, sc) < 0) return -1;
     if (walk_trie(tb, &rest[1], 1, d, t, -1, 0, nonempty, words, &none, escapes, ends, sc) < 0) return -1;
+    return 1;
+}
+
+/* Instead of most of the trie, for a bounded run of s's slice (k = absorb[s] characters, each
+ * taking e_j to e_{j+1} = dominant[e_j], e_0 = s): a token of j <= k slice characters and then a
+ * rest is allowed when its rest is from e_j: walk the slice's rest[3] below key j from e_j (and
+ * rest[0], the tokens with no whole first character of the slice, from s, for a UTF-8 slice).
+ * The pure tokens of at most k characters are in words (walk_start); the main walk then only
+ * goes below slice paths to tokens of more characters (start->run), where the run may end.  Not
+ * when a state of the run could call or return.  1: done; 0: not possible here; -1: error. */
+static int run_walk(Tables *tb, Dfa *d, long s, int nonempty, uint32_t *words, Start *start, Vec *escapes, Vec *ends,
+                    const Scratch *sc) {
+    const int sl = d->t.slice_of[s];
+    const long k = d->t.absorb[s];
+    if (sl < 0 || sl >= tb->num_slices || k < 1 || k > 255) return 0;
+    const Slice *S = &tb->slices[sl];
+    const int utf8 = S->char_max != NULL;
+    if (S->rest[3].num_nodes < 0 || (utf8 && S->rest[0].num_nodes < 0)) return 0;
+    const uint8_t stop = FLAG_CALLS | (nonempty ? FLAG_FINAL : 0);
+    int32_t chain[256];
+    chain[0] = (int32_t)s;
+    for (long j = 0; j < k; j++) {
+        const int32_t e = chain[j];
+        if (d->t.trans[(Py_ssize_t)e * 256] == UNKNOWN && dfa_build(d, e, 0) < 0) return -1;
+        if ((d->t.flags[e] & stop) || d->t.dominant[e] < 0) return 0;
+        chain[j + 1] = d->t.dominant[e];
+    }
+    if (d->t.flags[chain[k]] & stop) return 0;
+    Start none;
+    memset(&none, 0, sizeof(none));
+    if (utf8 && walk_trie(tb, &S->rest[0], 1, d, s, -1, 0, nonempty, words, &none, escapes, ends, sc) < 0) return -1;
+    for (long j = 1; j <= k; j++) {
+        if (vec_push_end(ends, chain[j], (int32_t)j) < 0) return -1;  /* the pure tokens of j characters */
+        const int32_t node = S->run_child[j];
+        if (node >= 0 && walk_trie(tb, &S->rest[3], 1, d, chain[j], node, 1, nonempty, words, &none, escapes, ends, sc) < 0)
+            return -1;
+    }
+    start->run = k;
+    start->run_max = S->run_max;
+    start->run_utf8 = utf8;
     return 1;
 }
 
@@ -881,6 +960,7 @@ static PyObject *walk_call(Tables *tb, PyObject *dfa, PyObject *vocab, long s, l
         const int r = rc == 0 ? rest_walk(tb, &d, s, nonempty, out.buf, &cands, ends_p, &sc) : 0;
         if (r < 0) rc = -1;
         else if (r) goto walked;  /* the slice's tokens from walk_start, the others by their rests */
+        if (rc == 0 && run_walk(tb, &d, s, nonempty, out.buf, &start, &cands, ends_p, &sc) < 0) rc = -1;
         if (rc == 0) rc = walk_trie(tb, &tb->trie, 0, &d, s, -1, 0, nonempty, out.buf, &start, &cands, ends_p, &sc);
         if (rc == 0 && start.keyed) rc = keyed_walk(tb, &d, &start, nonempty, out.buf, &cands, ends_p, &sc);
     } else {

@@ -9,7 +9,7 @@ import numpy as np
 
 from grammar.dfa import LazyDfa
 from grammar.ir import Grammar
-from grammar.masks import StateMask, Words, _walk, compute_mask, dense, fill_single, uses_c_walk, write_row
+from grammar.masks import MAX_RUN, StateMask, Words, _walk, compute_mask, dense, fill_single, uses_c_walk, write_row
 from grammar.nfa import build_nfa
 from grammar.pda import States, advance, is_complete
 from grammar.precompute import precompute_masks
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 MAX_CACHED_MASKS = 20_000
 # A bounded run (e.g. a string with maxLength) is followed this many bytes ahead to size its
 # slice: each byte costs a DFA row, and longer tokens are few (the walk checks them one by one).
-MAX_ABSORB = 16
+MAX_ABSORB = MAX_RUN
 # With this many tokens holding non-ASCII bytes, checking that a bounded run (maxLength string)
 # takes any UTF-8 character (a few DFA rows per step) costs less than walking those tokens.
 UTF8_RUN_TOKENS = 50_000

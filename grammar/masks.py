@@ -11,7 +11,7 @@ import numpy as np
 
 from grammar.dfa import FLAG_CALLS, FLAG_FINAL, UNKNOWN, LazyDfa
 from grammar.pda import States, advance, expand, is_complete
-from grammar.rest_trie import rest_tries
+from grammar.rest_trie import rest_tries, run_prefix_max, run_rests
 from grammar.trie import TrieLevel
 from grammar.slices import pack_bits
 from grammar.vocab import MIN_SLICE_BYTES, Vocabulary
@@ -30,6 +30,11 @@ ASCII_TEXT_SLICE = 0  # the first canonical slice (JSON string text), widened to
 def uses_c_walk() -> bool:
     """True when the C extension is built (masks come from `state_mask_c`)."""
     return _walk is not None
+
+# The longest bounded run a DFA state's absorb length counts (grammar/compiled.py MAX_ABSORB):
+# each slice's tokens of up to this many characters are packed with its walk tables, not at the
+# first mask of such a run (~1-3 ms each on a 262k vocabulary).
+MAX_RUN = 16
 
 MAX_SLICED_STATES = 32
 SMALL_NODES = 24      # below this many trie nodes and...
@@ -155,10 +160,18 @@ def walk_tables(vocab: Vocabulary) -> object:
                        + ((sl.char_max, sl.char_depth) if sl.char_max is not None else ()) for sl in vocab.slice_list)
         text = vocab.slice_list[vocab.utf8_text_slice]
         first = text.in_set[:128].astype(np.uint8).tobytes()
-        rest = rest_tries(vocab, text)
+        rests = []  # (slice id, rest tries or None, run rests or None) of the walk's slices
+        for sl in vocab.slice_list[: vocab.num_canonical] + [text]:
+            for k in range(1, min(MAX_RUN, vocab.max_len) + 1):
+                sl.words_upto(k)
+            rest = rest_tries(vocab, text) if sl is text else None
+            run = run_rests(vocab, sl)
+            if rest is not None or run is not None:
+                rests.append((sl.id, *(rest or (None, None, None)), run,
+                              run_prefix_max(vocab, sl) if run is not None else None))
         tables = vocab.walk_tables = _walk.Tables(vocab.num_words, vocab.trie_arrays, slices, (
             ASCII_TEXT_SLICE, text.id, first, text.first_ids, text.first_off, text.rest_words, text.multi_first_words),
-            ((text.id, *rest),) if rest is not None else ())
+            tuple(rests))
     return tables
 
 

@@ -6,7 +6,8 @@ a JSON string, or its start), such a prefix ends in that state, so a token is al
 when its rest is: the C walk (grammar/_walk.c `rest_walk`) walks these tries of rests — a few
 thousand tokens that hold a quote, a backslash, a control byte or a cut UTF-8 character — instead
 of every path of the whole trie that leads to one (a string state's walk on a 262k vocabulary
-went from ~70-100 us to a few)."""
+went from ~70-100 us to a few). A bounded run of the slice (each character to the next state,
+a fixed number of them) keys the rests by the length of that prefix instead (`run_rests`)."""
 
 from __future__ import annotations
 
@@ -31,6 +32,64 @@ def rest_tries(vocab: Vocabulary, sl: TokenSlice) -> tuple[tuple[np.ndarray, ...
     by that byte and then the rest (for a state whose first character decides: the first
     character of a key that may be a declared one or any other). None when too many tokens lie
     outside the slice."""
+    row, split = _outside(vocab, sl)
+    if len(row) > MAX_REST_SHARE * len(vocab.lens):
+        return None
+    ids = vocab.sorted_ids[row].tolist()
+    starts = [(vocab.token_bytes[t], t) for t, s in zip(ids, split.tolist()) if s == 0]
+    rests = [(vocab.token_bytes[t][s:], t) for t, s in zip(ids, split.tolist()) if s > 0]
+    keyed = [(vocab.token_bytes[t][:1] + vocab.token_bytes[t][s:], t) for t, s in zip(ids, split.tolist())
+             if s > 0 and vocab.token_bytes[t][0] < 0x80]
+    return _flat(starts), _flat(rests), _flat(keyed)
+
+
+def run_rests(vocab: Vocabulary, sl: TokenSlice) -> tuple[np.ndarray, ...] | None:
+    """The FlatTrie arrays of the rests of the tokens with a prefix of slice characters, keyed by
+    the number of those characters (one byte, at most 255) and then the rest: from a bounded run
+    of the slice (a maxLength string, `[0-9A-Za-z]{8}`) such a token is allowed when its rest is
+    from the state that many characters into the run (grammar/_walk.c `run_walk`). None when they
+    are too many."""
+    row, split = _outside(vocab, sl)
+    some = split > 0
+    if int(some.sum()) > MAX_REST_SHARE * len(vocab.lens):
+        return None
+    pairs = []
+    for t, s in zip(vocab.sorted_ids[row[some]].tolist(), split[some].tolist()):
+        data = vocab.token_bytes[t]
+        chars = len(data[:s].decode("utf-8")) if sl.utf8 else s
+        pairs.append((bytes((min(chars, 255),)) + data[s:], t))
+    return _flat(pairs) if pairs else None
+
+
+def run_prefix_max(vocab: Vocabulary, sl: TokenSlice) -> np.ndarray:
+    """uint8 [flat nodes]: the most characters of a prefix of whole slice characters among the
+    tokens below each node (a token of the slice: all of its characters; at most 255). Where it
+    is at most a bounded run's length, run_walk has every token below (the slice's words, its run
+    rests) and the main walk skips the node."""
+    member = np.frombuffer(sl.set_bytes, dtype=np.uint8).astype(bool)
+    ok = np.ones(1, dtype=bool)  # the path is slice characters (maybe a cut one at its end)
+    chars = np.zeros(1, dtype=np.int32)  # characters begun on the path
+    cut = np.zeros(1, dtype=np.int32)  # characters of its longest prefix of whole slice characters
+    most: list[np.ndarray] = []
+    for depth, lv in enumerate(vocab.trie, start=1):
+        chars = chars[lv.parent] + (((lv.byte & 0xC0) != 0x80) if sl.utf8 else 1)
+        ok = ok[lv.parent] & member[lv.byte]
+        whole = ok
+        if sl.utf8:
+            u8 = vocab.utf8_levels[depth - 1]
+            ok &= u8 != UTF8_BAD
+            whole = ok & (u8 == 0)
+        cut = np.where(whole, chars, cut[lv.parent]).astype(np.int32)
+        most.append(np.where(lv.token_row >= 0, cut, 0).astype(np.int32))
+    for k in range(len(most) - 1, 0, -1):  # a node's most is its children's most, or its own token's
+        np.maximum.at(most[k - 1], vocab.trie[k].parent, most[k])
+    flat = np.concatenate(most)[vocab.flat.order] if most else np.zeros(0, np.int32)
+    return np.minimum(flat, 255).astype(np.uint8)
+
+
+def _outside(vocab: Vocabulary, sl: TokenSlice) -> tuple[np.ndarray, np.ndarray]:
+    """The sorted rows of the tokens not made wholly of the slice's characters, and the bytes of
+    each one's longest prefix of whole slice characters."""
     member = np.frombuffer(sl.set_bytes, dtype=np.uint8).astype(bool)
     rows: list[np.ndarray] = []
     splits: list[np.ndarray] = []
@@ -56,14 +115,7 @@ def rest_tries(vocab: Vocabulary, sl: TokenSlice) -> tuple[tuple[np.ndarray, ...
         if extra:
             row = np.concatenate([row, np.array([r for r, _ in extra], dtype=np.int64)])
             split = np.concatenate([split, np.array([s for _, s in extra], dtype=np.int64)])
-    if len(row) > MAX_REST_SHARE * len(vocab.lens):
-        return None
-    ids = vocab.sorted_ids[row].tolist()
-    starts = [(vocab.token_bytes[t], t) for t, s in zip(ids, split.tolist()) if s == 0]
-    rests = [(vocab.token_bytes[t][s:], t) for t, s in zip(ids, split.tolist()) if s > 0]
-    keyed = [(vocab.token_bytes[t][:1] + vocab.token_bytes[t][s:], t) for t, s in zip(ids, split.tolist())
-             if s > 0 and vocab.token_bytes[t][0] < 0x80]
-    return _flat(starts), _flat(rests), _flat(keyed)
+    return row, split
 
 
 def _flat(pairs: list[tuple[bytes, int]]) -> tuple[np.ndarray, ...]:

@@ -73,7 +73,7 @@ class Vocabulary:
         self._build_arrays()
         self.cache: dict[tuple[Any, ...], Any] = {}
         self._view: tuple[Any, np.ndarray] | None = None  # (bitmask tensor, its numpy view)
-        self.walk_tables: Any = None  # grammar._walk.Tables, made by grammar/masks.py for the first C mask
+        self.walk_tables: Any = None  # grammar._walk.Tables, made by grammar/masks.py (prepare, or the first C mask)
         self.cache_lock = threading.Lock()
 
     def _build_arrays(self) -> None:
@@ -182,9 +182,19 @@ class Vocabulary:
             below = out[depth]
         return out
 
+    def prepare(self) -> None:
+        """Build the C mask walk's tables now (its tries and the slices' short-token words: about
+        a second on a 262k vocabulary) instead of at the first compile."""
+        from grammar.masks import uses_c_walk, walk_tables  # (grammar.masks imports this module)
+
+        if uses_c_walk() and self.walk_tables is None:
+            walk_tables(self)
+
     @classmethod
-    def from_tokenizer(cls, tokenizer: Any, vocab_size: int | None = None) -> "Vocabulary":
-        """From a Hugging Face tokenizer; special and unknown tokens are never allowed."""
+    def from_tokenizer(cls, tokenizer: Any, vocab_size: int | None = None, extra_eos: list[int] = ()) -> "Vocabulary":
+        """From a Hugging Face tokenizer; special and unknown tokens are never allowed. EOS is
+        the tokenizer's, and `extra_eos` (a model's other end-of-turn ids). The mask walk's tables
+        are built here (`prepare`), with the rest of the per-tokenizer setup."""
         vocab: dict[str, int] = tokenizer.get_vocab()
         size = max(len(tokenizer), max(vocab.values()) + 1)
         if vocab_size is None:
@@ -200,5 +210,7 @@ class Vocabulary:
             if tid not in special and tid < size:
                 token_bytes[tid] = _token_to_bytes(token, byte_level, decoder)
         eos = tokenizer.eos_token_id
-        eos_ids = [eos] if isinstance(eos, int) else list(eos or [])
-        return cls(token_bytes, eos_ids, vocab_size)
+        eos_ids = ([eos] if isinstance(eos, int) else list(eos or [])) + list(extra_eos)
+        vocab = cls(token_bytes, eos_ids, vocab_size)
+        vocab.prepare()
+        return vocab

@@ -224,11 +224,11 @@ def test_walk_tables_reject_bad_input():
         with pytest.raises(IndexError):
             masks._walk.run(g.dfa, state, b"{", 0, False)
     with pytest.raises(IndexError):
-        masks._walk.subtree(tables, g.dfa, len(vocab.flat.byte), d, False, np.empty(vocab.num_words, np.int32))
+        masks._walk.subtree(tables, g.dfa, tables.all_nodes, d, False, np.empty(vocab.num_words, np.int32))
     esc = np.array([1, d, 0], np.int32).tobytes()
     for items, error in (([((), esc[:8])], ValueError), ([((g.dfa.num_states,), esc)], IndexError),
                          ([((), np.array([1, g.dfa.num_states, 0], np.int32).tobytes())], IndexError),
-                         ([((), np.array([1, d, len(vocab.flat.byte) + 10**6], np.int32).tobytes())], IndexError),
+                         ([((), np.array([1, d, tables.all_nodes], np.int32).tobytes())], IndexError),
                          ([([], esc)], TypeError), ((((), esc),), TypeError)):
         with pytest.raises(error):
             masks._walk.resolve(tables, g.dfa, items, np.zeros(vocab.num_words, np.int32))
@@ -317,12 +317,17 @@ def test_rest_tries_hold_every_token_outside_the_slice():
 
 @needs_c
 @pytest.mark.parametrize("seed", [7, 8])
-def test_bounded_utf8_runs_count_characters(seed, monkeypatch):
+@pytest.mark.parametrize("run_rests", [False, True])
+def test_bounded_utf8_runs_count_characters(seed, run_rests, monkeypatch):
     """With many non-ASCII tokens a maxLength string counts characters (one DFA step per UTF-8
     character): the walk skips subtrees by their tokens' character counts and takes the slice's
-    tokens of at most that many characters. Masks equal brute force, at every length."""
+    tokens of at most that many characters; with the run rests (every share of the vocabulary
+    allowed), the other tokens by their rests from the state their prefix's length reaches.
+    Masks equal brute force, at every length."""
     monkeypatch.setattr(grammar.compiled, "UTF8_RUN_TOKENS", 0)
+    monkeypatch.setattr(rest_trie, "MAX_REST_SHARE", 1.0 if run_rests else 0.0)
     vocab = _random_vocab(seed)
+    assert (rest_trie.run_rests(vocab, vocab.slice_list[vocab.utf8_text_slice]) is not None) == run_rests
     rng = random.Random(seed)
     bounded = 0
     for schema in ({"type": "string", "maxLength": 5}, {"type": "string", "minLength": 2, "maxLength": 9},
@@ -369,13 +374,18 @@ def test_kept_masks_read_back_as_walked():
 @needs_c
 @pytest.mark.parametrize("pattern", [r"[a-z]{3}-[0-9]{2}", r"[a-z0-9]{2,5}(-[a-z]{1,3})?", r"[a-zA-Z0-9]{20}x",
                                      r"[0-9a-f]{8}-[0-9a-f]{4}"])
-def test_bounded_runs_match_brute_force(pattern):
+@pytest.mark.parametrize("run_rests", [False, True])
+def test_bounded_runs_match_brute_force(pattern, run_rests, monkeypatch):
     """A bounded run of a slice (letters and digits here) takes the slice's short tokens whole;
     where the run ends exactly (no slice character goes on), longer tokens of the slice die and
-    their subtrees are skipped, not walked. Masks equal brute force along random walks."""
+    their subtrees are skipped, not walked; with the run rests, tokens that leave the slice are
+    walked by their rests from the state their prefix's length reaches. Masks equal brute force
+    along random walks."""
+    monkeypatch.setattr(rest_trie, "MAX_REST_SHARE", 1.0 if run_rests else 0.0)
     rng = random.Random(pattern)
     alphabet = [b"a", b"b", b"c", b"x", b"z", b"0", b"1", b"9", b"-", b"A", b"f", b" "]
     tokens = list(alphabet) + [b"".join(rng.choice(alphabet[:-1]) for _ in range(rng.randint(2, 9))) for _ in range(500)]
     vocab = grammar.Vocabulary(tokens + [None], [len(tokens)], len(tokens) + 2)
+    assert (rest_trie.run_rests(vocab, vocab.slice_list[1]) is not None) == run_rests  # letters and digits
     g = CompiledGrammar(grammar.ir.Grammar({"start": regex_to_node(pattern)}), vocab)
     assert sum(1 for _ in _random_walks_match_brute_force(g, rng, 6, 25)) > 6
