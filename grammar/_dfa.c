@@ -20,7 +20,7 @@
 #define DEAD (-1)
 #define FLAG_CALLS 1
 #define FLAG_FINAL 2
-#define MIN_DOMINANT_BYTES 32
+#define MIN_DOMINANT_BYTES 26  /* grammar/dfa.py MIN_DOMINANT_BYTES */
 #define NO_SLICE (-1)
 #define SLICE_UNKNOWN (-2)
 #define UNBOUNDED (1 << 30)

@@ -45,8 +45,10 @@ def _token_to_bytes(token: str, byte_level: bool, decoder: dict[str, int]) -> by
 
 
 # Canonical slices, built with the vocabulary (largest first): the C walk only uses these, so a
-# schema never pays for building one. JSON string text without escapes; ASCII letters and digits.
-_SLICE_BYTES = (((0x20, 0x21), (0x23, 0x5B), (0x5D, 0x7E)), ((0x30, 0x39), (0x41, 0x5A), (0x61, 0x7A)))
+# schema never pays for building one. JSON string text without escapes; ASCII letters and digits;
+# lowercase letters (patterns such as `^[a-z ]*$` or `^[a-z0-9-]+$`: without a slice their
+# states walk every path of such letters, ~3 ms on a 262k vocabulary).
+_SLICE_BYTES = (((0x20, 0x21), (0x23, 0x5B), (0x5D, 0x7E)), ((0x30, 0x39), (0x41, 0x5A), (0x61, 0x7A)), ((0x61, 0x7A),))
 MAX_SLICES = 256
 MAX_CANONICAL_CACHE = 1 << 16  # byte sets remembered by canonical_slice
 MIN_SLICE_BYTES = 8

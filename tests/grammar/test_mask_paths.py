@@ -389,3 +389,22 @@ def test_bounded_runs_match_brute_force(pattern, run_rests, monkeypatch):
     assert (rest_trie.run_rests(vocab, vocab.slice_list[1]) is not None) == run_rests  # letters and digits
     g = CompiledGrammar(grammar.ir.Grammar({"start": regex_to_node(pattern)}), vocab)
     assert sum(1 for _ in _random_walks_match_brute_force(g, rng, 6, 25)) > 6
+
+
+@needs_c
+def test_lowercase_loops_take_the_lowercase_slice():
+    """A state looping on lowercase letters and a space (27 bytes) has a dominant target and the
+    canonical lowercase slice: its pure subtrees are taken whole, not walked. Masks equal brute
+    force along random walks."""
+    rng = random.Random(11)
+    alphabet = [b"a", b"b", b"q", b"z", b" ", b"A", b"-", b"0", b'"']
+    tokens = list(alphabet) + [b"".join(rng.choice(alphabet) for _ in range(rng.randint(2, 7))) for _ in range(400)]
+    vocab = grammar.Vocabulary(tokens + [None], [len(tokens)], len(tokens) + 2)
+    lower = next(sl.id for sl in vocab.slice_list if sl.in_set.sum() == 26 and sl.in_set[ord("a")])
+    g = CompiledGrammar(compile_schema_to_grammar({"type": "string", "pattern": "^([a-z]|[ ])*$"}, "compact"), vocab)
+    looping = 0
+    for state in _random_walks_match_brute_force(g, rng, 5, 20):
+        d = next(iter(state))[1]
+        g.mask(state)
+        looping += int(g.dfa.slice_of[d]) == lower
+    assert looping >= 5
