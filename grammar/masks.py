@@ -46,9 +46,9 @@ class StateMask:
     """What one DFA state allows without looking at the stack: tokens consumed entirely in the
     DFA (`words`), and where the others could go on past a call or a return: from the numpy walk
     the candidate tokens (`cand_*`: token id, byte position, DFA state there), from the C walk the
-    distinct escapes (byte position, DFA state, trie node) below which every token is to be
-    checked against the stack (grammar/_walk.c `resolve`). Never changed once made (not frozen: a frozen dataclass costs a
-    microsecond more per mask)."""
+    escapes (byte position, DFA state, trie node) below which every token is to be checked
+    against the stack (grammar/_walk.c `resolve`). Never changed once made (not frozen: a frozen
+    dataclass costs a microsecond more per mask)."""
 
     words: Words  # int32 [num_words], or its words apart from a base (SparseWords)
     cand_ids: np.ndarray  # int [num_cand]
@@ -354,7 +354,8 @@ def compute_mask(dfa: LazyDfa, vocab: Vocabulary, configs: States, cache: dict[t
             words |= vocab.eos_words
         return words
     words = scratch(vocab.num_words, 1)
-    expanded = configs if len(configs) == 1 and not dfa.flags.item(next(iter(configs))[1]) & _STOP else expand(dfa, configs)
+    one = len(configs) == 1 and not dfa.flags.item(next(iter(configs))[1]) & _STOP  # nothing to expand
+    expanded = configs if one else expand(dfa, configs)
     items: list[tuple[tuple[int, ...], bytes]] = []  # (stack, escapes) for _walk.resolve
     base = None  # a dense state mask the result holds: kept as the words apart from it
     if len(expanded) == 1:
