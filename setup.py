@@ -9,6 +9,6 @@ its Python row builder.
 from setuptools import Extension, setup
 
 setup(ext_modules=[
-    Extension("grammar._walk", ["grammar/_walk.c"], extra_compile_args=["-O3"], optional=True),
-    Extension("grammar._dfa", ["grammar/_dfa.c"], extra_compile_args=["-O3"], optional=True),
+    Extension("grammar._walk", ["grammar/_walk.c"], depends=["grammar/_vec.h"], extra_compile_args=["-O3"], optional=True),
+    Extension("grammar._dfa", ["grammar/_dfa.c"], depends=["grammar/_vec.h"], extra_compile_args=["-O3"], optional=True),
 ])

@@ -29,21 +29,7 @@
 enum { T_TRANS, T_FLAGS, T_FINAL, T_CALLS, T_SLICE, T_ABSORB, T_DOMINANT };
 static const char *TABLE_NAMES[NUM_TABLES] = {"trans", "flags", "is_final", "has_calls", "slice_of", "absorb", "dominant"};
 
-typedef struct {
-    int32_t *data;
-    Py_ssize_t len, cap;
-} Vec;
-
-static int vec_reserve(Vec *v, Py_ssize_t extra) {
-    if (v->len + extra <= v->cap) return 0;
-    Py_ssize_t cap = v->cap ? v->cap : 64;
-    while (cap < v->len + extra) cap *= 2;
-    int32_t *p = realloc(v->data, cap * sizeof(int32_t));
-    if (!p) { PyErr_NoMemory(); return -1; }
-    v->data = p;
-    v->cap = cap;
-    return 0;
-}
+#include "_vec.h"
 
 static inline int vec_push(Vec *v, int32_t x) {
     if (v->len == v->cap && vec_reserve(v, 1) < 0) return -1;

@@ -474,28 +474,13 @@ static int slice_words(Tables *tb, Dfa *d, PyObject *vocab, int s, long absorb, 
 
 /* ---- the walk ---- */
 
-typedef struct {
-    int32_t *data;
-    Py_ssize_t len, cap;
-} Vec;
-
-/* Room for `extra` more ints (the capacity doubles; a multiple of 6 from the first). */
-static int vec_room(Vec *v, Py_ssize_t extra) {
-    if (v->len + extra <= v->cap) return 0;
-    Py_ssize_t cap = v->cap ? v->cap * 2 : 192;
-    while (cap < v->len + extra) cap *= 2;
-    int32_t *p = realloc(v->data, cap * sizeof(int32_t));
-    if (!p) { PyErr_NoMemory(); return -1; }
-    v->data = p;
-    v->cap = cap;
-    return 0;
-}
+#include "_vec.h"
 
 /* Push the escape (position, state, node) unless it is the last one pushed: the sibling
  * subtrees that die below one escape come one after another. */
 static int vec_push_escape(Vec *v, int32_t pos, int32_t st, int32_t node) {
     if (v->len && v->data[v->len - 3] == pos && v->data[v->len - 2] == st && v->data[v->len - 1] == node) return 0;
-    if (vec_room(v, 3) < 0) return -1;
+    if (vec_reserve(v, 3) < 0) return -1;
     v->data[v->len++] = pos;
     v->data[v->len++] = st;
     v->data[v->len++] = node;
@@ -510,7 +495,7 @@ static int vec_push_end(Vec *v, int32_t t, int32_t len) {
         if (len > v->data[v->len - 1]) v->data[v->len - 1] = len;
         return 0;
     }
-    if (vec_room(v, 2) < 0) return -1;
+    if (vec_reserve(v, 2) < 0) return -1;
     v->data[v->len++] = t;
     v->data[v->len++] = len;
     return 0;
@@ -1059,7 +1044,7 @@ typedef struct {
 } Resolver;
 
 static int vec_push2(Vec *v, int32_t a, int32_t b) {
-    if (vec_room(v, 2) < 0) return -1;
+    if (vec_reserve(v, 2) < 0) return -1;
     v->data[v->len++] = a;
     v->data[v->len++] = b;
     return 0;
@@ -1071,7 +1056,7 @@ static int32_t push_stack(Resolver *r, int32_t k, int32_t ret) {
     Entry3 *x = map3_get(&r->stacks, k, ret, 0, (int32_t)r->parent.len, &added);
     if (!x) return -1;
     if (added) {
-        if (vec_room(&r->parent, 1) < 0 || vec_room(&r->top, 1) < 0 || vec_room(&r->depth, 1) < 0) return -1;
+        if (vec_reserve(&r->parent, 1) < 0 || vec_reserve(&r->top, 1) < 0 || vec_reserve(&r->depth, 1) < 0) return -1;
         r->parent.data[r->parent.len++] = k;
         r->top.data[r->top.len++] = ret;
         r->depth.data[r->depth.len] = r->depth.data[k] + 1;
@@ -1093,7 +1078,7 @@ static int32_t calls_of(Resolver *r, int32_t s) {
     Py_DECREF(got);
     if (!seq) return -1;
     const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    int rc = vec_room(&r->pairs, 1 + 2 * n);
+    int rc = vec_reserve(&r->pairs, 1 + 2 * n);
     if (rc == 0) r->pairs.data[r->pairs.len++] = (int32_t)n;
     for (Py_ssize_t i = 0; rc == 0 && i < n; i++) {
         long rule, ret;
@@ -1159,7 +1144,7 @@ static int resolve_todo(Resolver *r, uint32_t *words, const Scratch *sc) {
             cands.len = 0;
             if ((rc = walk_node(r->tb, &r->d, cs, node, ck != 0, words, &cands, NULL, sc)) < 0) break;
             for (Py_ssize_t j = 0; rc == 0 && j < cands.len; j += 3)
-                if (vec_room(&r->todo, 3) < 0) rc = -1;
+                if (vec_reserve(&r->todo, 3) < 0) rc = -1;
                 else {
                     r->todo.data[r->todo.len++] = ck;
                     r->todo.data[r->todo.len++] = cands.data[j + 1];
@@ -1188,7 +1173,7 @@ static int queue_escapes(Resolver *r, PyObject *item) {
     }
     const int32_t *t = raw.buf;
     for (Py_ssize_t i = 0; rc == 0 && i < raw.len / 12; i++)
-        if (vec_room(&r->todo, 3) < 0) rc = -1;
+        if (vec_reserve(&r->todo, 3) < 0) rc = -1;
         else {
             r->todo.data[r->todo.len++] = k;
             r->todo.data[r->todo.len++] = t[3 * i + 1];
@@ -1224,7 +1209,7 @@ static PyObject *resolve(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     if (map3_init(&r.stacks, 64) < 0 || map3_init(&r.calls, 64) < 0 || map3_init(&r.visit, 64) < 0 ||
         map3_init(&r.seen, 256) < 0)
         goto done;
-    if (vec_room(&r.parent, 1) < 0 || vec_room(&r.top, 1) < 0 || vec_room(&r.depth, 1) < 0) goto done;
+    if (vec_reserve(&r.parent, 1) < 0 || vec_reserve(&r.top, 1) < 0 || vec_reserve(&r.depth, 1) < 0) goto done;
     r.parent.data[r.parent.len++] = 0;  /* the empty stack */
     r.top.data[r.top.len++] = -1;
     r.depth.data[r.depth.len++] = 0;
