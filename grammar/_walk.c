@@ -962,7 +962,7 @@ walked:
             Py_XDECREF(e);
             Py_SETREF(result, pair);
         }
-        if (copy_obj) memcpy((char *)copy.buf + copy_row * out.len, out.buf, out.len);
+        if (copy_obj && !cands.len) memcpy((char *)copy.buf + copy_row * out.len, out.buf, out.len);
     }
     dfa_close(&d);
 fail:
@@ -1228,8 +1228,9 @@ done:
 
 /* mask(tables, dfa, vocab, state, nonempty, out[, rows, row]) -> None, or int32 triples as bytes.
  * Writes into out (int32 [num_words]) the tokens allowed from DFA state `state` without looking
- * at the stack, and copies out into rows[row] (a bitmask, int32 [*, num_words]) when given, which
- * saves the matcher a copy; returns the escapes, if any: (byte position, DFA state, trie node)
+ * at the stack, and copies out into rows[row] (a bitmask, int32 [*, num_words]) when given and
+ * out is the whole mask (no escapes), which saves the matcher a copy; returns the escapes, if
+ * any: (byte position, DFA state, trie node)
  * where tokens that then die in the DFA passed a call, or with a non-empty stack a return (every
  * token below that node is to be checked against the stack; repeats possible). */
 static PyObject *mask(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
