@@ -185,7 +185,7 @@ typedef struct {
     const int32_t *char_max, *char_depth;  /* UTF-8 slices (NULL: characters are bytes): per node the most
                                      * characters of a token below, and of its prefix (a bounded run
                                      * of the slice counts characters) */
-    const uint32_t *upto[MAX_UPTO]; /* its tokens of at most k bytes (from Python, on first use) */
+    const uint32_t *upto[MAX_UPTO]; /* its tokens of at most k characters (from Python, on first use) */
     Trie rest[4];                   /* tokens not in the slice by what follows their longest prefix of
                                      * slice characters: [0] with none (the whole token), [1] with
                                      * some, [2] those of [1] with an ASCII first byte, keyed by it
@@ -728,19 +728,32 @@ static int walk_trie(Tables *tb, const Trie *tr, int plain, Dfa *d, long from, P
     return 0;
 }
 
+#define MAX_RUN_CHAIN 255  /* the longest bounded run followed state by state (grammar/masks.py MAX_RUN is 16) */
+
+/* The states of the bounded run of s's slice, k characters, each to the dominant target:
+ * chain[0] = s .. chain[k], their rows built.  1: followed; 0: the run has no dominant target
+ * somewhere (or is longer than MAX_RUN_CHAIN); -1: error. */
+static int run_chain(Dfa *d, long s, long k, int32_t *chain) {
+    if (k > MAX_RUN_CHAIN) return 0;
+    chain[0] = (int32_t)s;
+    for (long j = 0; j <= k; j++) {
+        if (d->t.trans[(Py_ssize_t)chain[j] * 256] == UNKNOWN && dfa_build(d, chain[j], 0) < 0) return -1;
+        if (j == k) break;
+        chain[j + 1] = d->t.dominant[chain[j]];
+        if (chain[j + 1] < 0) return 0;
+    }
+    return 1;
+}
+
 /* Whether the bounded run of s's slice (absorb characters, each to the dominant target) ends
  * where no character of the slice goes on: then a token made only of slice characters is allowed
  * exactly when it has at most `absorb` of them (the slice's words up to that many). */
 static int run_is_exact(Dfa *d, long s, long absorb, const uint8_t *set, int *exact) {
     *exact = 0;
-    long e = s;
-    for (long k = 0; k <= absorb; k++) {
-        if (d->t.trans[(Py_ssize_t)e * 256] == UNKNOWN && dfa_build(d, e, 0) < 0) return -1;
-        if (k == absorb) break;
-        e = d->t.dominant[e];
-        if (e < 0) return 0;
-    }
-    const int32_t *row = d->t.trans + (Py_ssize_t)e * 256;
+    int32_t chain[MAX_RUN_CHAIN + 1];
+    const int r = run_chain(d, s, absorb, chain);
+    if (r <= 0) return r;
+    const int32_t *row = d->t.trans + (Py_ssize_t)chain[absorb] * 256;
     for (int b = 0; b < 256; b++)
         if (set[b] && row[b] >= 0) return 0;
     *exact = 1;
@@ -796,14 +809,13 @@ static const Trie *node_trie(const Tables *tb, long node) {
 }
 
 /* Walk the subtree of `node` (a global node number: of the trie or of a rest trie) from state s. */
-static int walk_node(Tables *tb, Dfa *d, long s, long node, int nonempty, uint32_t *words, Vec *escapes, Vec *ends,
-                     const Scratch *sc) {
+static int walk_node(Tables *tb, Dfa *d, long s, long node, int nonempty, uint32_t *words, Vec *escapes, const Scratch *sc) {
     Start none;
     memset(&none, 0, sizeof(none));
     if (d->t.trans[(Py_ssize_t)s * 256] == UNKNOWN && dfa_build(d, s, 1) < 0) return -1;
     const Trie *tr = node_trie(tb, node);
     return walk_trie(tb, tr, tr != &tb->trie, d, s, node - tr->base, tr->tdepth[node - tr->base], nonempty, words, &none,
-                     escapes, ends, sc);
+                     escapes, NULL, sc);
 }
 
 /* Instead of the whole trie (after walk_start: row and slice of s known), walk the slice's rest
@@ -843,20 +855,16 @@ static int run_walk(Tables *tb, Dfa *d, long s, int nonempty, uint32_t *words, S
                     const Scratch *sc) {
     const int sl = d->t.slice_of[s];
     const long k = d->t.absorb[s];
-    if (sl < 0 || sl >= tb->num_slices || k < 1 || k > 255) return 0;
+    if (sl < 0 || sl >= tb->num_slices || k < 1 || k > MAX_RUN_CHAIN) return 0;
     const Slice *S = &tb->slices[sl];
     const int utf8 = S->char_max != NULL;
     if (S->rest[3].num_nodes < 0 || (utf8 && S->rest[0].num_nodes < 0)) return 0;
     const uint8_t stop = FLAG_CALLS | (nonempty ? FLAG_FINAL : 0);
-    int32_t chain[256];
-    chain[0] = (int32_t)s;
-    for (long j = 0; j < k; j++) {
-        const int32_t e = chain[j];
-        if (d->t.trans[(Py_ssize_t)e * 256] == UNKNOWN && dfa_build(d, e, 0) < 0) return -1;
-        if ((d->t.flags[e] & stop) || d->t.dominant[e] < 0) return 0;
-        chain[j + 1] = d->t.dominant[e];
-    }
-    if (d->t.flags[chain[k]] & stop) return 0;
+    int32_t chain[MAX_RUN_CHAIN + 1];
+    const int r = run_chain(d, s, k, chain);
+    if (r <= 0) return r;
+    for (long j = 0; j <= k; j++)
+        if (d->t.flags[chain[j]] & stop) return 0;
     Start none;
     memset(&none, 0, sizeof(none));
     if (utf8 && walk_trie(tb, &S->rest[0], 1, d, s, -1, 0, nonempty, words, &none, escapes, ends, sc) < 0) return -1;
@@ -908,10 +916,10 @@ done:
     return out;
 }
 
-/* One walk from state s: of the whole trie after walk_start (which first writes all of out), or
- * (node >= 0) of that node's subtree, OR-ing into out.  None, or the escapes as int32 triples;
- * with want_ends a pair of that and the distinct states the allowed tokens end in (distinct_states). */
-static PyObject *walk_call(Tables *tb, PyObject *dfa, PyObject *vocab, long s, long node, int nonempty, PyObject *out_obj,
+/* One state's walk of the whole trie, after walk_start (which first writes all of out).  None, or
+ * the escapes as int32 triples; with want_ends a pair of that and the distinct states the allowed
+ * tokens end in (distinct_states). */
+static PyObject *walk_call(Tables *tb, PyObject *dfa, PyObject *vocab, long s, int nonempty, PyObject *out_obj,
                            PyObject *copy_obj, Py_ssize_t copy_row, int want_ends) {
     Py_buffer out, copy = {0};
     if (PyObject_GetBuffer(out_obj, &out, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) return NULL;
@@ -936,21 +944,15 @@ static PyObject *walk_call(Tables *tb, PyObject *dfa, PyObject *vocab, long s, l
         PyErr_SetString(PyExc_IndexError, "row out of range");
         goto fail;
     }
-    if (node < -1 || node >= tb->all_nodes) { PyErr_SetString(PyExc_IndexError, "trie node out of range"); goto fail; }
     if (dfa_open(&d, dfa) < 0) goto fail;
     if (s < 0 || s >= d.t.num_states) { PyErr_SetString(PyExc_IndexError, "DFA state out of range"); dfa_close(&d); goto fail; }
-    int rc;
-    if (node < 0) {
-        rc = walk_start(tb, &d, vocab, s, out.buf, &start, ends_p);
-        const int r = rc == 0 ? rest_walk(tb, &d, s, nonempty, out.buf, &cands, ends_p, &sc) : 0;
-        if (r < 0) rc = -1;
-        else if (r) goto walked;  /* the slice's tokens from walk_start, the others by their rests */
-        if (rc == 0 && run_walk(tb, &d, s, nonempty, out.buf, &start, &cands, ends_p, &sc) < 0) rc = -1;
-        if (rc == 0) rc = walk_trie(tb, &tb->trie, 0, &d, s, -1, 0, nonempty, out.buf, &start, &cands, ends_p, &sc);
-        if (rc == 0 && start.keyed) rc = keyed_walk(tb, &d, &start, nonempty, out.buf, &cands, ends_p, &sc);
-    } else {
-        rc = walk_node(tb, &d, s, node, nonempty, out.buf, &cands, ends_p, &sc);
-    }
+    int rc = walk_start(tb, &d, vocab, s, out.buf, &start, ends_p);
+    const int r = rc == 0 ? rest_walk(tb, &d, s, nonempty, out.buf, &cands, ends_p, &sc) : 0;
+    if (r < 0) rc = -1;
+    else if (r) goto walked;  /* the slice's tokens from walk_start, the others by their rests */
+    if (rc == 0 && run_walk(tb, &d, s, nonempty, out.buf, &start, &cands, ends_p, &sc) < 0) rc = -1;
+    if (rc == 0) rc = walk_trie(tb, &tb->trie, 0, &d, s, -1, 0, nonempty, out.buf, &start, &cands, ends_p, &sc);
+    if (rc == 0 && start.keyed) rc = keyed_walk(tb, &d, &start, nonempty, out.buf, &cands, ends_p, &sc);
 walked:
     if (rc == 0) {
         if (cands.len) result = PyBytes_FromStringAndSize((const char *)cands.data, cands.len * (Py_ssize_t)sizeof(int32_t));
@@ -1142,7 +1144,7 @@ static int resolve_todo(Resolver *r, uint32_t *words, const Scratch *sc) {
             if (!map3_get(&r->seen, ck, cs, node, 0, &added)) { rc = -1; break; }
             if (!added) continue;
             cands.len = 0;
-            if ((rc = walk_node(r->tb, &r->d, cs, node, ck != 0, words, &cands, NULL, sc)) < 0) break;
+            if ((rc = walk_node(r->tb, &r->d, cs, node, ck != 0, words, &cands, sc)) < 0) break;
             for (Py_ssize_t j = 0; rc == 0 && j < cands.len; j += 3)
                 if (vec_reserve(&r->todo, 3) < 0) rc = -1;
                 else {
@@ -1242,7 +1244,7 @@ static PyObject *mask(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     const int nonempty = PyObject_IsTrue(args[4]);
     const Py_ssize_t row = nargs == 8 ? PyLong_AsSsize_t(args[7]) : 0;
     if ((s == -1 && PyErr_Occurred()) || nonempty < 0 || (row == -1 && PyErr_Occurred())) return NULL;
-    return walk_call((Tables *)args[0], args[1], args[2], s, -1, nonempty, args[5], nargs == 8 ? args[6] : NULL, row, 0);
+    return walk_call((Tables *)args[0], args[1], args[2], s, nonempty, args[5], nargs == 8 ? args[6] : NULL, row, 0);
 }
 
 /* mask_ends(tables, dfa, vocab, state, nonempty, out) -> (mask()'s result, ends): mask() that also
@@ -1257,23 +1259,7 @@ static PyObject *mask_ends(PyObject *self, PyObject *const *args, Py_ssize_t nar
     const long s = PyLong_AsLong(args[3]);
     const int nonempty = PyObject_IsTrue(args[4]);
     if ((s == -1 && PyErr_Occurred()) || nonempty < 0) return NULL;
-    return walk_call((Tables *)args[0], args[1], args[2], s, -1, nonempty, args[5], NULL, 0, 1);
-}
-
-/* subtree(tables, dfa, node, state, nonempty, out) -> None, or triples as mask() gives:
- * OR into out the tokens below trie node `node` (as escapes name it: of the trie or of a rest
- * trie) whose bytes after it the DFA takes from
- * `state` (the rest of the candidates of a mask, from a configuration past their call or return). */
-static PyObject *subtree(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 6 || Py_TYPE(args[0]) != &TablesType) {
-        PyErr_SetString(PyExc_TypeError, "subtree(tables, dfa, node, state, nonempty, out)");
-        return NULL;
-    }
-    const long node = PyLong_AsLong(args[2]), s = PyLong_AsLong(args[3]);
-    const int nonempty = PyObject_IsTrue(args[4]);
-    if (((node == -1 || s == -1) && PyErr_Occurred()) || nonempty < 0) return NULL;
-    if (node < 0) { PyErr_SetString(PyExc_IndexError, "trie node out of range"); return NULL; }
-    return walk_call((Tables *)args[0], args[1], NULL, s, node, nonempty, args[5], NULL, 0, 0);
+    return walk_call((Tables *)args[0], args[1], args[2], s, nonempty, args[5], NULL, 0, 1);
 }
 
 /* sparse(words, limit[, base]) -> None, or bytes of int32 pairs (position, value), in order, of
@@ -1399,7 +1385,6 @@ done:
 static PyMethodDef methods[] = {
     {"mask", (PyCFunction)(void (*)(void))mask, METH_FASTCALL, "One DFA state's mask by a walk of the token trie (see the module source)."},
     {"mask_ends", (PyCFunction)(void (*)(void))mask_ends, METH_FASTCALL, "mask() plus the states its tokens end in (see the module source)."},
-    {"subtree", (PyCFunction)(void (*)(void))subtree, METH_FASTCALL, "The walk below one trie node (see the module source)."},
     {"resolve", (PyCFunction)(void (*)(void))resolve, METH_FASTCALL, "Escapes checked against their stacks (see the module source)."},
     {"run", run, METH_VARARGS, "Step bytes through the DFA until a branching state."},
     {"put", (PyCFunction)(void (*)(void))put, METH_FASTCALL, "Write a sparse mask into a bitmask row (see the module source)."},

@@ -220,11 +220,7 @@ def test_walk_tables_reject_bad_input():
         with pytest.raises(IndexError):
             masks._walk.mask(tables, g.dfa, vocab, state, False, np.empty(vocab.num_words, np.int32))
         with pytest.raises(IndexError):
-            masks._walk.subtree(tables, g.dfa, 0, state, False, np.empty(vocab.num_words, np.int32))
-        with pytest.raises(IndexError):
             masks._walk.run(g.dfa, state, b"{", 0, False)
-    with pytest.raises(IndexError):
-        masks._walk.subtree(tables, g.dfa, tables.all_nodes, d, False, np.empty(vocab.num_words, np.int32))
     esc = np.array([1, d, 0], np.int32).tobytes()
     for items, error in (([((), esc[:8])], ValueError), ([((g.dfa.num_states,), esc)], IndexError),
                          ([((), np.array([1, g.dfa.num_states, 0], np.int32).tobytes())], IndexError),
