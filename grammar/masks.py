@@ -61,15 +61,17 @@ class StateMask:
         return not self.escapes and not len(self.cand_ids)
 
 
-# A mask with at most this share of its words apart from its base (zero, or its slice's words) is
-# kept as those words (SparseWords): a string state on a 262k vocabulary differs from its slice in
-# some hundreds of words (the tokens that close the string), out of 8,192.
+# A mask with at most this share of its words apart from its base (zero, its slice's words, or the
+# dense mask of the one state it was resolved from) is kept as those words (SparseWords): a string
+# state on a 262k vocabulary differs from its slice in some hundreds of words (the tokens that
+# close the string), out of 8,192.
 SPARSE_SHARE = 4
 
 
 class SparseWords:
-    """A mask kept as the words where it differs from a shared base (none: all zero; else a
-    slice's words, which it holds whole: a string state). Most masks are such: a structural state
+    """A mask kept as the words where it differs from a shared base it holds whole (none: all zero;
+    a slice's words: a string state; a state's dense mask: that state's mask with the tokens its
+    escapes add, compute_mask). Most masks are such: a structural state
     allows a handful of tokens, a string state its slice's tokens and a few more; and a new dense
     row per mask costs more in page faults (fresh memory: ~20 us for the 32 KB of a 262k
     vocabulary) than its walk. A bitmask row is written from this in a microsecond or two."""
@@ -393,11 +395,8 @@ def fill_single(dfa: LazyDfa, vocab: Vocabulary, configs: States, cache: dict[tu
     if sm is None:
         words = scratch(vocab.num_words)
         raw = _walk.mask(vocab.walk_tables or walk_tables(vocab), dfa, vocab, d, key[1], words, rows, row)
-        if raw is None:
-            sm = cache[key] = StateMask(kept(words, slice_base(dfa, vocab, d)), _NO_CANDS, _NO_CANDS, _NO_CANDS)
-            return sm.words
-        cache[key] = _state_mask(kept(words, slice_base(dfa, vocab, d)), raw)
-        return None
+        sm = cache[key] = _state_mask(kept(words, slice_base(dfa, vocab, d)), raw)
+        return sm.words if raw is None else None  # (with escapes the C walk wrote no row)
     if not sm.stack_free():
         return None
     write_row(sm.words, rows, row)

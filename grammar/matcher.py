@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from grammar.compiled import CompiledGrammar
-from grammar.masks import SparseWords, dense
+from grammar.masks import dense, write_row
 from grammar.pda import States
 
 
@@ -42,10 +42,7 @@ class Matcher:
                     return
                 words = g.mask(self._history[-1])
         if view is not None:  # a numpy view of the CPU tensor: no tensor round trip
-            if type(words) is SparseWords:
-                words.write(view, row)
-            else:
-                view[row] = words
+            write_row(words, view, row)
         else:
             bitmask[row].copy_(torch.from_numpy(dense(words)))
 

@@ -4,9 +4,9 @@ A mask made lazily costs its step 5-30 us of trie walk plus the Python around it
 costs a dictionary hit (~2 us). Which states to make: the token boundaries nearest the start,
 breadth-first, those the longest tokens reach first — the walk of a state reports the states its
 allowed tokens end in (grammar/_walk.c `mask_ends`), and those are the states the next step's
-mask starts from. Bounded by a count and a
-time budget (the time to the first mask stays a few milliseconds); whatever is not made here is
-made on first use, as before. Without the C walk nothing is made here.
+mask starts from. Bounded by a count and a time budget (the time to the first mask stays a few
+milliseconds); whatever is not made here is made on first use. Without the C walk nothing is
+made here.
 """
 
 from __future__ import annotations
@@ -75,5 +75,3 @@ def precompute_masks(dfa: LazyDfa, vocab: Vocabulary, state_masks: dict[Key, Sta
         if done % 8 == 0 and time.perf_counter() > end:
             break
     return done
-
-

@@ -70,7 +70,7 @@ def run_prefix_max(vocab: Vocabulary, sl: TokenSlice) -> np.ndarray:
     ok = np.ones(1, dtype=bool)  # the path is slice characters (maybe a cut one at its end)
     chars = np.zeros(1, dtype=np.int32)  # characters begun on the path
     cut = np.zeros(1, dtype=np.int32)  # characters of its longest prefix of whole slice characters
-    most: list[np.ndarray] = []
+    at_tokens: list[np.ndarray] = []
     for depth, lv in enumerate(vocab.trie, start=1):
         chars = chars[lv.parent] + (((lv.byte & 0xC0) != 0x80) if sl.utf8 else 1)
         ok = ok[lv.parent] & member[lv.byte]
@@ -80,11 +80,8 @@ def run_prefix_max(vocab: Vocabulary, sl: TokenSlice) -> np.ndarray:
             ok &= u8 != UTF8_BAD
             whole = ok & (u8 == 0)
         cut = np.where(whole, chars, cut[lv.parent]).astype(np.int32)
-        most.append(np.where(lv.token_row >= 0, cut, 0).astype(np.int32))
-    for k in range(len(most) - 1, 0, -1):  # a node's most is its children's most, or its own token's
-        np.maximum.at(most[k - 1], vocab.trie[k].parent, most[k])
-    flat = np.concatenate(most)[vocab.flat.order] if most else np.zeros(0, np.int32)
-    return np.minimum(flat, 255).astype(np.uint8)
+        at_tokens.append(np.where(lv.token_row >= 0, cut, 0))
+    return np.minimum(vocab.subtree_max(at_tokens), 255).astype(np.uint8)
 
 
 def _outside(vocab: Vocabulary, sl: TokenSlice) -> tuple[np.ndarray, np.ndarray]:

@@ -159,12 +159,8 @@ class TokenSlice:
             rows[lv.token_row[ends]] = prev[ends]
         if len(vocab.dup_rows):
             rows[vocab.dup_rows] = rows[vocab.dup_first]
-        most = [np.where(lv.token_row >= 0, d, 0).astype(np.int32) for lv, d in zip(vocab.trie, depth)]
-        for k in range(len(most) - 1, 0, -1):  # a node's most is its children's most, or its own token's
-            np.maximum.at(most[k - 1], vocab.trie[k].parent, most[k])
-        order = vocab.flat.order
-        self.char_max = np.concatenate(most)[order].astype(np.int32) if most else np.zeros(0, np.int32)
-        self.char_depth = np.concatenate(depth)[order].astype(np.int32) if depth else np.zeros(0, np.int32)
+        self.char_max = vocab.subtree_max([np.where(lv.token_row >= 0, d, 0) for lv, d in zip(vocab.trie, depth)])
+        self.char_depth = np.concatenate(depth)[vocab.flat.order].astype(np.int32) if depth else np.zeros(0, np.int32)
         self._row_chars = rows
 
     def _pack(self, rows: np.ndarray) -> np.ndarray:
