@@ -29,8 +29,10 @@ class EngineConfig:
     kv_cache_gib: float = 1.0
     enable_prefix_caching: bool = True
     device: str | None = None  # None: cuda when torch sees a GPU, else cpu
-    dtype: str | None = None  # None: float32 on cpu, bfloat16 on cuda
-    num_threads: int | None = None  # torch intra-op threads in the core process
+    dtype: str | None = None  # None (auto): bfloat16 on cuda and on CPUs with BF16 units, else float32
+    num_threads: int | None = None  # torch intra-op threads in the core process (None: all usable cores)
+    quantization: str = "auto"  # linear weights: auto (exact int4/int8 grids), none, int8, int4 (lossy)
+    cpu_kernels: bool = True  # the C kernels on CPU (fused decoder stack, paged attention); False: torch only
     cache_dir: Path = field(default_factory=default_cache_dir)
     seed: int = 0
     grammar_compile_timeout: float = 30.0  # seconds before a structured-output request fails
@@ -49,5 +51,9 @@ class EngineConfig:
             raise ValueError(f"dtype must be float32, bfloat16 or float16, got {self.dtype!r}")
         if not self.grammar_compile_timeout > 0:
             raise ValueError(f"grammar_compile_timeout must be > 0, got {self.grammar_compile_timeout}")
+        if self.quantization not in ("auto", "none", "int8", "int4"):
+            raise ValueError(f"quantization must be auto, none, int8 or int4, got {self.quantization!r}")
+        if self.num_threads is not None and self.num_threads < 1:
+            raise ValueError(f"num_threads must be >= 1, got {self.num_threads}")
         if self.model_impl not in ("auto", "native", "transformers"):
             raise ValueError(f"model_impl must be auto, native or transformers, got {self.model_impl!r}")

@@ -12,6 +12,7 @@ import time
 
 import torch
 
+from engine import hardware
 from engine.config import EngineConfig
 from engine.kv_cache import KVCacheManager
 from engine.loader import resolve_model
@@ -57,19 +58,28 @@ class EngineCore:
         config.validate()
         files = resolve_model(config.model, config.cache_dir)
         device = torch.device(config.device or ("cuda" if torch.cuda.is_available() else "cpu"))
-        dtype = _DTYPES[config.dtype or ("bfloat16" if device.type == "cuda" else "float32")]
-        if config.num_threads:
-            torch.set_num_threads(config.num_threads)
+        dtype_name = config.dtype or hardware.default_dtype(device)
+        dtype = _DTYPES[dtype_name]
+        num_threads = config.num_threads or (hardware.usable_cores() if device.type == "cpu" else None)
+        if num_threads:
+            torch.set_num_threads(num_threads)
         torch.manual_seed(config.seed)
-        model = load_model(files.folder, files.config, device, dtype, config.model_impl)
+        loaded = load_model(files.folder, files.config, device, dtype, config.model_impl, config.quantization,
+                            config.cpu_kernels)  # fmt: skip
+        model = loaded.model
         num_blocks = _num_blocks(config, model.kv_shape, dtype)
         max_len = min(config.max_model_len or model.max_position_embeddings, num_blocks * config.block_size)
-        self.info = ModelInfo(files.name, str(files.folder), max_len, model.vocab_size,
-                              eos_token_ids(files.folder, files.config), num_blocks)  # fmt: skip
         self.kv = KVCacheManager(num_blocks, config.block_size, config.enable_prefix_caching)
         self.scheduler = Scheduler(self.kv, config.max_num_seqs, config.max_num_batched_tokens, max_len)
         self.runner = ModelRunner(model, num_blocks, config.block_size, config.max_num_seqs, max_len,
-                                  self.info.eos_token_ids, device, dtype)  # fmt: skip
+                                  eos_token_ids(files.folder, files.config), device, dtype,
+                                  loaded.use_cpu_kernels)  # fmt: skip
+        summary = (f"{loaded.impl}; {loaded.note + '; ' if loaded.note else ''}dtype {dtype_name}"
+                   f"{' (auto)' if config.dtype is None else ''}; {num_threads or 'default'} threads; "
+                   f"{num_blocks} KV blocks; resident {hardware.resident_mib():.0f} MiB; {hardware.describe(device)}")  # fmt: skip
+        log.info("engine: %s", summary)
+        self.info = ModelInfo(files.name, str(files.folder), max_len, model.vocab_size,
+                              eos_token_ids(files.folder, files.config), num_blocks, summary)  # fmt: skip
         self.structured = StructuredOutputs(self.info.path, self.info.vocab_size, self.info.eos_token_ids,
                                             config.grammar_compile_timeout)  # fmt: skip
         self.structured.warm()

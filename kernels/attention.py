@@ -1,9 +1,11 @@
 """Attention through block tables: KV cache writes and reads for one flattened batch of tokens.
 
-The batch mixes prefill chunks and decodes. The torch reference path here batches all
-decode requests (one query token each) into one masked attention call, and runs each
-prefill chunk on its own. Everything a step needs to address the cache is computed once
-per step in `build_attention_metadata`, then shared by every layer.
+The batch mixes prefill chunks and decodes. This is the torch reference (any device): it
+batches all decode requests (one query token each) into one masked attention call, and runs
+each prefill chunk on its own. The CPU kernel with the same signature is
+`kernels.cpu.ops.paged_attention`; `kernels.paged_attention` picks by the step's metadata.
+Everything a step needs to address the cache is computed once per step in
+`build_attention_metadata`, then shared by every layer.
 """
 
 from __future__ import annotations
@@ -15,14 +17,40 @@ import torch.nn.functional as F
 
 
 @dataclass(slots=True)
-class AttentionMetadata:
-    """Per-step addressing of the KV cache, shared by every layer."""
+class TorchAttentionPlan:
+    """How the torch reference reads the cache this step (gathers of cache rows), shared by layers."""
 
-    slot_mapping: torch.Tensor  # [num_tokens] flat cache slot of each new token
     decode_rows: torch.Tensor  # [num_decodes] token rows that are single-token decodes
     decode_kv_index: torch.Tensor  # [num_decodes, max_decode_len] flat cache slots read
     decode_mask: torch.Tensor  # [num_decodes, 1, 1, max_decode_len] True = attend
     prefills: list[tuple[int, int, torch.Tensor]]  # (query start, query len, kv slots [seq_len])
+
+
+@dataclass(slots=True)
+class AttentionMetadata:
+    """Per-step addressing of the KV cache, shared by every layer.
+
+    `query_start`, `seq_lens_t`, `block_tables` and `slot_mapping` are what the CPU kernels
+    read in place; the torch reference derives its gather plan from them once per step.
+    `use_cpu_kernels` picks the implementation behind `kernels.paged_attention`.
+    """
+
+    query_lens: list[int]
+    seq_lens: list[int]
+    query_start: torch.Tensor  # [num_reqs + 1] int64 first token row of each request
+    seq_lens_t: torch.Tensor  # [num_reqs] int64 context length after this step
+    block_tables: torch.Tensor  # [num_reqs, max_blocks_per_req] int64
+    slot_mapping: torch.Tensor  # [num_tokens] int64 flat cache slot of each new token
+    block_size: int
+    use_cpu_kernels: bool = False
+    sliding_window: int | None = None  # the kernels' default window (a layer may pass its own)
+    _plan: TorchAttentionPlan | None = None
+
+    @property
+    def torch_plan(self) -> TorchAttentionPlan:
+        if self._plan is None:
+            self._plan = _torch_plan(self)
+        return self._plan
 
 
 def _kv_slots(block_table_row: torch.Tensor, length: int, block_size: int) -> torch.Tensor:
@@ -36,13 +64,27 @@ def build_attention_metadata(
     block_tables: torch.Tensor,  # [num_reqs, max_blocks_per_req]
     slot_mapping: torch.Tensor,  # [num_tokens]
     block_size: int,
+    use_cpu_kernels: bool = False,
 ) -> AttentionMetadata:
-    """Plans one step: which rows decode together and which cache slots each query reads."""
+    """Plans one step: where each request's queries start and which cache slots they own."""
     device = block_tables.device
+    starts = [0] * (len(query_lens) + 1)
+    for i, q in enumerate(query_lens):
+        starts[i + 1] = starts[i] + q
+    return AttentionMetadata(
+        list(query_lens), list(seq_lens),
+        torch.tensor(starts, dtype=torch.long, device=device),
+        torch.tensor(seq_lens, dtype=torch.long, device=device),
+        block_tables.long().contiguous(), slot_mapping.long().contiguous(), block_size, use_cpu_kernels,
+    )  # fmt: skip
+
+
+def _torch_plan(meta: AttentionMetadata) -> TorchAttentionPlan:
+    """Which rows decode together and which cache slots each query reads, for the torch path."""
+    query_lens, seq_lens, block_tables, block_size = meta.query_lens, meta.seq_lens, meta.block_tables, meta.block_size
+    device = block_tables.device
+    starts = meta.query_start.tolist()
     decode_reqs = [i for i, q in enumerate(query_lens) if q == 1]
-    starts = [0] * len(query_lens)
-    for i in range(1, len(query_lens)):
-        starts[i] = starts[i - 1] + query_lens[i - 1]
     prefills = [
         (starts[i], query_lens[i], _kv_slots(block_tables[i], seq_lens[i], block_size))
         for i, q in enumerate(query_lens)
@@ -62,7 +104,7 @@ def build_attention_metadata(
         decode_rows = torch.empty(0, dtype=torch.long, device=device)
         kv_index = torch.empty(0, 0, dtype=torch.long, device=device)
         decode_mask = torch.empty(0, 1, 1, 0, dtype=torch.bool, device=device)
-    return AttentionMetadata(slot_mapping.long(), decode_rows, kv_index, decode_mask, prefills)
+    return TorchAttentionPlan(decode_rows, kv_index, decode_mask, prefills)
 
 
 def write_kv_cache(
@@ -90,17 +132,18 @@ def paged_attention(
     """
     out = torch.empty_like(query)
     gqa = query.shape[1] != k_cache.shape[1]
-    if meta.decode_rows.numel():
-        num_decodes, max_len = meta.decode_kv_index.shape
-        flat_index = meta.decode_kv_index.view(-1)  # index_select: far cheaper than advanced indexing on CPU
+    plan = meta.torch_plan
+    if plan.decode_rows.numel():
+        num_decodes, max_len = plan.decode_kv_index.shape
+        flat_index = plan.decode_kv_index.view(-1)  # index_select: far cheaper than advanced indexing on CPU
         kv_shape = (num_decodes, max_len, k_cache.shape[1], k_cache.shape[2])
-        q = query.index_select(0, meta.decode_rows).unsqueeze(2)  # [num_decodes, num_heads, 1, head_dim]
+        q = query.index_select(0, plan.decode_rows).unsqueeze(2)  # [num_decodes, num_heads, 1, head_dim]
         k = k_cache.index_select(0, flat_index).view(kv_shape).transpose(1, 2)  # [num_decodes, kv_heads, max_len, head_dim]
         v = v_cache.index_select(0, flat_index).view(kv_shape).transpose(1, 2)
-        mask = meta.decode_mask if sliding_window is None else _window_decode_mask(meta.decode_mask, sliding_window)
+        mask = plan.decode_mask if sliding_window is None else _window_decode_mask(plan.decode_mask, sliding_window)
         o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale, enable_gqa=gqa)
-        out.index_copy_(0, meta.decode_rows, o.squeeze(2))
-    for start, length, kv_slots in meta.prefills:
+        out.index_copy_(0, plan.decode_rows, o.squeeze(2))
+    for start, length, kv_slots in plan.prefills:
         q = query[start : start + length].transpose(0, 1)  # [num_heads, q_len, head_dim]
         k = k_cache.index_select(0, kv_slots).transpose(0, 1)  # [kv_heads, seq_len, head_dim]
         v = v_cache.index_select(0, kv_slots).transpose(0, 1)

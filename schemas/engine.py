@@ -132,6 +132,7 @@ class ModelInfo(msgspec.Struct, frozen=True):
     vocab_size: int
     eos_token_ids: list[int]
     num_total_blocks: int
+    summary: str = ""  # what the engine chose at load (dtype, kernels, quantization, threads, memory)
 
 
 class CoreReady(msgspec.Struct, tag="ready"):

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from engine.models import NATIVE_ARCHITECTURES, build_model
+from kernels import cpu_kernels_available
 
 
 def iter_safetensors(folder: Path) -> Iterator[tuple[str, torch.Tensor]]:
@@ -50,10 +52,32 @@ def choose_impl(config: dict, model_impl: str) -> str:
     return "native" if native else "transformers"
 
 
-def load_model(folder: Path, config: dict, device: torch.device, dtype: torch.dtype, model_impl: str = "auto"):
-    """The model for the runner, built by the implementation `model_impl` selects."""
+@dataclass(frozen=True, slots=True)
+class LoadedModel:
+    """The model the runner calls, and what was chosen to build it (for the startup line)."""
+
+    model: object
+    impl: str  # "native (fused CPU kernels)", "native", "transformers"
+    use_cpu_kernels: bool  # the step's attention runs the CPU kernels
+    note: str = ""
+
+
+def load_model(folder: Path, config: dict, device: torch.device, dtype: torch.dtype, model_impl: str = "auto",
+               quantization: str = "auto", cpu_kernels: bool = True) -> LoadedModel:  # fmt: skip
+    """The model for the runner, built by the implementation `model_impl` selects.
+
+    On a CPU with the C kernels, a native model runs as one fused decoder stack with its
+    linears packed per `quantization` (computed in float32; `dtype` is the KV cache's), and
+    any model's attention reads the cache through the C kernel.
+    """
+    cpu_fast = cpu_kernels and device.type == "cpu" and cpu_kernels_available()
     if choose_impl(config, model_impl) == "native":
-        return load_native_model(folder, config, device, dtype)
+        if cpu_fast:
+            from engine.models.llama_fused import FusedLlama
+
+            fused = FusedLlama(load_native_model(folder, config, device, torch.float32), quantization)
+            return LoadedModel(fused, "native, fused CPU kernels", True, f"weights: {fused.report.summary()}")
+        return LoadedModel(load_native_model(folder, config, device, dtype), "native", False)
     from engine.models.transformers_backend import load_transformers_model
 
-    return load_transformers_model(folder, device, dtype)
+    return LoadedModel(load_transformers_model(folder, device, dtype), "transformers", cpu_fast)

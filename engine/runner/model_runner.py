@@ -33,8 +33,10 @@ class ModelRunner:
     """Owns the model, the KV cache tensors and the request slots; called by the engine core."""
 
     def __init__(self, model, num_blocks: int, block_size: int, max_num_reqs: int, max_model_len: int,
-                 eos_token_ids: list[int], device: torch.device, dtype: torch.dtype) -> None:  # fmt: skip
+                 eos_token_ids: list[int], device: torch.device, dtype: torch.dtype,
+                 use_cpu_kernels: bool = False) -> None:  # fmt: skip
         self.model = model
+        self.use_cpu_kernels = use_cpu_kernels
         self.device = device
         self.block_size = block_size
         self.eos_token_ids = eos_token_ids
@@ -68,7 +70,8 @@ class ModelRunner:
         slot_mapping = self.slots.block_table[token_slot, positions // bs] * bs + positions % bs  # [num_tokens]
         seq_lens = (num_computed + num_sched).tolist()
         block_tables = self.slots.block_table[idx].to(self.device)  # [num_reqs, max_blocks]
-        meta = build_attention_metadata(plan.num_scheduled_tokens, seq_lens, block_tables, slot_mapping.to(self.device), bs)
+        meta = build_attention_metadata(plan.num_scheduled_tokens, seq_lens, block_tables, slot_mapping.to(self.device), bs,
+                                        self.use_cpu_kernels)  # fmt: skip
         last_rows = (query_start + num_sched - 1).tolist()
         return input_ids.to(self.device), positions.to(self.device), meta, seq_lens, last_rows
 

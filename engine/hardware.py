@@ -1,0 +1,59 @@
+"""What the machine offers and the defaults chosen from it: dtype, threads, resident memory.
+
+Read at run time (never assumed): the CPU's flags from /proc/cpuinfo, torch's own view of
+its CPU capability, the number of usable cores. The engine core reports the choices at
+startup (`describe`), beside the flags that decided them.
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+
+from kernels.cpu.build import cpu_flags
+
+# Flags that change what is fastest, in the order the startup line prints them.
+REPORTED_FLAGS = ("avx2", "fma", "f16c", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_tile", "avx_vnni")
+
+
+def reported_flags() -> list[str]:
+    flags = cpu_flags()
+    return [f for f in REPORTED_FLAGS if f in flags]
+
+
+def has_bf16_units() -> bool:
+    """AVX512-BF16 or AMX: bfloat16 arithmetic in hardware, not emulated through float32."""
+    return bool({"avx512_bf16", "amx_bf16"} & cpu_flags())
+
+
+def default_dtype(device: torch.device) -> str:
+    """bfloat16 on CUDA and on CPUs with BF16 units; float32 elsewhere (bf16 emulated is slower)."""
+    if device.type == "cuda" or (device.type == "cpu" and has_bf16_units()):
+        return "bfloat16"
+    return "float32"
+
+
+def usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def resident_mib() -> float:
+    """This process's resident set size in MiB (from /proc; 0 where it cannot be read)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def describe(device: torch.device) -> str:
+    """One line: the device, torch's CPU capability and the CPU flags that matter."""
+    if device.type != "cpu":
+        return f"device {device}"
+    capability = torch.backends.cpu.get_cpu_capability()
+    flags = " ".join(reported_flags()) or "none of " + " ".join(REPORTED_FLAGS)
+    return f"cpu ({usable_cores()} cores, torch capability {capability}, flags: {flags})"

@@ -1,0 +1,122 @@
+"""The Llama family on the CPU kernels: every decoder layer of a step in one C call.
+
+Built from a loaded native `LlamaForCausalLM` (the torch reference it is tested against):
+its linears are packed as the quantization mode says (engine/loader/quantization.py), the
+rest is kept as float32, and the whole stack is described once to `kernels/cpu` by int64
+records of pointers. The runner calls it through the same interface as the native model.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from engine.loader.quantization import PackingReport, pack_linear
+from engine.models.llama import LlamaForCausalLM
+from kernels import AttentionMetadata
+from kernels.cpu.ops import KV_KINDS, linear, linear_args, load_ops, meta_args, ptr
+
+
+class FusedLlama:
+    """Owns packed weights and the C records; forward / compute_logits like LlamaForCausalLM."""
+
+    def __init__(self, model: LlamaForCausalLM, quantization: str) -> None:
+        self.ops = load_ops()
+        if self.ops is None:
+            raise RuntimeError("the CPU kernels are not available")
+        self.args = a = model.args
+        self.report = PackingReport()
+        self.embed = model.embed_tokens.weight.detach().float().contiguous()  # [vocab, hidden]
+        head = model.embed_tokens.weight if model.lm_head is None else model.lm_head.weight
+        self.lm_head = pack_linear(head, None, quantization, self.report)
+        self.rope_cos = model.rope_cos.float().contiguous()  # [max_positions, head_dim]
+        self.rope_sin = model.rope_sin.float().contiguous()
+        self.final_norm = model.norm.weight.detach().float().contiguous()
+        self.layers = [self._pack_layer(layer, quantization) for layer in model.layers]
+        self.model_record = self._model_record(kv_kind=0)
+        self.layer_records = torch.zeros(a.num_layers, self.ops.LAYER_RECORD, dtype=torch.long)
+        self._caches_seen: tuple[int, ...] = ()
+        self._work = torch.empty(0)
+        self.scale = a.head_dim**-0.5
+
+    def _pack_layer(self, layer, mode: str) -> dict:
+        attn, mlp = layer.self_attn, layer.mlp
+
+        def vec(t):
+            return None if t is None else t.detach().float().contiguous()
+
+        return {
+            "input_norm": vec(layer.input_layernorm.weight),
+            "post_norm": vec(layer.post_attention_layernorm.weight),
+            "q_norm": vec(attn.q_norm.weight) if attn.q_norm is not None else None,
+            "k_norm": vec(attn.k_norm.weight) if attn.k_norm is not None else None,
+            "qkv": pack_linear(attn.qkv_proj.weight, attn.qkv_proj.bias, mode, self.report),
+            "o": pack_linear(attn.o_proj.weight, None, mode, self.report),
+            "gate_up": pack_linear(mlp.gate_up_proj.weight, None, mode, self.report),
+            "down": pack_linear(mlp.down_proj.weight, None, mode, self.report),
+        }
+
+    def _model_record(self, kv_kind: int) -> torch.Tensor:
+        a = self.args
+        values = {"num_layers": a.num_layers, "hidden": a.hidden_size, "num_heads": a.num_heads,
+                  "num_kv_heads": a.num_kv_heads, "head_dim": a.head_dim, "intermediate": a.intermediate_size,
+                  "kv_kind": kv_kind, "rope_cos": ptr(self.rope_cos), "rope_sin": ptr(self.rope_sin),
+                  "final_norm": ptr(self.final_norm)}  # fmt: skip
+        return torch.tensor([values[name] for name in self.ops.MODEL_FIELDS.split()], dtype=torch.long)
+
+    def _bind_caches(self, kv_caches: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
+        """Writes the layer records (weights and this cache's pointers) when the caches change."""
+        seen = tuple(ptr(t) for pair in kv_caches for t in pair)
+        if seen == self._caches_seen:
+            return
+        k0 = kv_caches[0][0]
+        if k0.dtype not in KV_KINDS or any(not t.is_contiguous() for pair in kv_caches for t in pair):
+            raise ValueError(f"the CPU kernels need contiguous float32/bfloat16/float16 caches, got {k0.dtype}")
+        self.model_record = self._model_record(KV_KINDS[k0.dtype])
+        names = self.ops.LAYER_FIELDS.split()
+        for i, (layer, (k_cache, v_cache)) in enumerate(zip(self.layers, kv_caches)):
+            values = {name: ptr(layer.get(name)) for name in names}
+            values.update(k_cache=ptr(k_cache), v_cache=ptr(v_cache))
+            row = [values[name] for name in names]
+            for name in ("qkv", "o", "gate_up", "down"):
+                row += linear_args(layer[name])
+            self.layer_records[i] = torch.tensor(row, dtype=torch.long)
+        self._caches_seen = seen
+
+    @property
+    def kv_shape(self) -> tuple[int, int, int]:
+        return self.args.num_layers, self.args.num_kv_heads, self.args.head_dim
+
+    @property
+    def vocab_size(self) -> int:
+        return self.args.vocab_size
+
+    @property
+    def max_position_embeddings(self) -> int:
+        return self.args.max_position_embeddings
+
+    def _workspace(self, num_tokens: int) -> torch.Tensor:
+        need = self.ops.stack_workspace(ptr(self.model_record), num_tokens)
+        if self._work.numel() < need:  # grown, never shrunk: no page faults on every long step
+            self._work = torch.empty(need)
+        return self._work
+
+    def __call__(self, input_ids, positions, kv_caches, meta: AttentionMetadata) -> torch.Tensor:
+        return self.forward(input_ids, positions, kv_caches, meta)
+
+    def forward(self, input_ids, positions, kv_caches, meta: AttentionMetadata) -> torch.Tensor:
+        """input_ids, positions [num_tokens] -> final hidden states [num_tokens, hidden]."""
+        self._bind_caches(kv_caches)
+        num_tokens = input_ids.shape[0]
+        x = self.embed.index_select(0, input_ids)  # [num_tokens, hidden], the residual stream
+        out = torch.empty_like(x)
+        positions = positions.long().contiguous()
+        work = self._workspace(num_tokens)
+        self.ops.stack_forward(ptr(self.model_record), ptr(self.layer_records), ptr(x), ptr(out), num_tokens,
+                               ptr(positions), ptr(work), self.args.rms_norm_eps, self.scale, *meta_args(meta))  # fmt: skip
+        return out
+
+    def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        return linear(hidden, self.lm_head)  # [num_rows, vocab] float32
+
+    def eval(self):
+        return self

@@ -1,0 +1,215 @@
+/* Paged attention on the CPU: KV-cache writes and causal attention that walks block tables.
+ *
+ * One work item is (request, KV head, tile of up to QTILE query tokens): the item reads each
+ * cached key and value of its head once and scores them against every query head of the
+ * GQA group and every token of the tile, with an online softmax over chunks of keys. Decode
+ * (one query token), prefill and prefill over a cached prefix are the same code. K/V may be
+ * float32, bfloat16 or float16 in the cache; the arithmetic is float32.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "common.h"
+#include "ops.h"
+#include "vec.h"
+
+#define QTILE 8  /* query tokens per work item */
+#define CHUNK 32 /* keys scored before one softmax update */
+
+static inline void load_row(const void *base, int kind, int64_t index, int64_t d, float *out) {
+    if (kind == KV_F32) {
+        memcpy(out, (const float *)base + index * d, (size_t)d * sizeof(float));
+    } else {
+        const uint16_t *src = (const uint16_t *)base + index * d;
+        int64_t i = 0;
+#ifdef HAVE_AVX2
+        for (; i + 8 <= d; i += 8) {
+            __m128i h = _mm_loadu_si128((const __m128i *)(src + i));
+            __m256 f = kind == KV_BF16 ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16))
+                                       : _mm256_cvtph_ps(h);
+            _mm256_storeu_ps(out + i, f);
+        }
+#endif
+        for (; i < d; i++) out[i] = kind == KV_BF16 ? bf16_to_f32(src[i]) : f16_to_f32(src[i]);
+    }
+}
+
+static inline void store_row(void *base, int kind, int64_t index, int64_t d, const float *in) {
+    if (kind == KV_F32) {
+        memcpy((float *)base + index * d, in, (size_t)d * sizeof(float));
+    } else {
+        uint16_t *dst = (uint16_t *)base + index * d;
+        for (int64_t i = 0; i < d; i++) dst[i] = kind == KV_BF16 ? f32_to_bf16(in[i]) : f32_to_f16(in[i]);
+    }
+}
+
+void kv_write(const kv_layer *kv, const float *k, const float *v, int64_t ldkv, const int64_t *slots, int64_t num_tokens,
+              int64_t num_kv_heads, int64_t head_dim) {
+    const int64_t width = num_kv_heads * head_dim;
+    for (int64_t t = 0; t < num_tokens; t++) {
+        if (slots[t] < 0) continue; /* padding */
+        store_row(kv->k, kv->kind, slots[t], width, k + t * ldkv);
+        store_row(kv->v, kv->kind, slots[t], width, v + t * ldkv);
+    }
+}
+
+static inline float dot(const float *a, const float *b, int64_t d) {
+    int64_t i = 0;
+    float s = 0.f;
+#ifdef HAVE_AVX2
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    for (; i + 16 <= d; i += 16) {
+        acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
+    }
+    for (; i + 8 <= d; i += 8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+    acc0 = _mm256_add_ps(acc0, acc1);
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(acc0), _mm256_extractf128_ps(acc0, 1));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_add_ss(h, _mm_movehdup_ps(h));
+    s = _mm_cvtss_f32(h);
+#endif
+    for (; i < d; i++) s += a[i] * b[i];
+    return s;
+}
+
+static inline void axpy(float *y, float a, const float *x, int64_t d) { /* y += a * x */
+    int64_t i = 0;
+#ifdef HAVE_AVX2
+    __m256 va = _mm256_set1_ps(a);
+    for (; i + 8 <= d; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+#endif
+    for (; i < d; i++) y[i] += a * x[i];
+}
+
+/* s[j] = exp(s[j] - shift) in place; -inf entries become exactly 0. */
+static inline void exp_shifted(float *s, int64_t n, float shift) {
+    int64_t j = 0;
+#ifdef HAVE_AVX2
+    const __m256 vs = _mm256_set1_ps(shift), ninf = _mm256_set1_ps(-INFINITY);
+    for (; j + 8 <= n; j += 8) {
+        __m256 x = _mm256_loadu_ps(s + j);
+        __m256 keep = _mm256_cmp_ps(x, ninf, _CMP_NEQ_OQ);
+        _mm256_storeu_ps(s + j, _mm256_and_ps(exp_ps(_mm256_sub_ps(x, vs)), keep));
+    }
+#endif
+    for (; j < n; j++) s[j] = s[j] == -INFINITY ? 0.f : expf(s[j] - shift);
+}
+
+static inline void scale_row(float *y, float a, int64_t d) {
+    for (int64_t i = 0; i < d; i++) y[i] *= a;
+}
+
+typedef struct {
+    const float *q;  /* [num_tokens, num_heads, head_dim], rows ldq floats apart */
+    float *out;      /* [num_tokens, num_heads, head_dim], contiguous */
+    int64_t ldq;
+    int64_t num_heads, num_kv_heads, head_dim;
+    float scale;
+    const kv_layer *kv;
+    const attn_meta *meta;
+} attn_args;
+
+/* Scratch per thread: rows of (token, head) state plus a chunk of converted keys and values. */
+typedef struct {
+    float *acc, *m, *l, *kbuf, *vbuf, *s;
+} attn_scratch;
+
+static void attend_item(const attn_args *a, int64_t r, int64_t h_kv, int64_t t0, int64_t nt, attn_scratch *w) {
+    const attn_meta *mt = a->meta;
+    const int64_t d = a->head_dim, group = a->num_heads / a->num_kv_heads, nrow = nt * group;
+    const int64_t q_start = mt->query_start[r], q_len = mt->query_start[r + 1] - q_start;
+    const int64_t ctx = mt->seq_lens[r] - q_len, pos0 = ctx + t0; /* position of the tile's first token */
+    const int64_t last = pos0 + nt - 1, win = mt->sliding_window;
+    const int64_t first = win > 0 && pos0 - win + 1 > 0 ? pos0 - win + 1 : 0; /* first key any token sees */
+    const int64_t *table = mt->block_tables + r * mt->max_blocks, bs = mt->block_size;
+    const int64_t stride = a->num_kv_heads; /* cache rows per slot */
+    for (int64_t i = 0; i < nrow; i++) {
+        w->m[i] = -INFINITY;
+        w->l[i] = 0.f;
+        memset(w->acc + i * d, 0, (size_t)d * sizeof(float));
+    }
+    for (int64_t j0 = first; j0 <= last; j0 += CHUNK) {
+        const int64_t nj = last - j0 + 1 < CHUNK ? last - j0 + 1 : CHUNK;
+        for (int64_t j = 0; j < nj; j++) {
+            const int64_t pos = j0 + j, slot = table[pos / bs] * bs + pos % bs;
+            load_row(a->kv->k, a->kv->kind, slot * stride + h_kv, d, w->kbuf + j * d);
+            load_row(a->kv->v, a->kv->kind, slot * stride + h_kv, d, w->vbuf + j * d);
+        }
+        for (int64_t t = 0; t < nt; t++) {
+            const int64_t pos_t = pos0 + t, lo = win > 0 ? pos_t - win + 1 : 0;
+            for (int64_t g = 0; g < group; g++) {
+                const int64_t row = t * group + g;
+                const float *qv = a->q + (q_start + t0 + t) * a->ldq + (h_kv * group + g) * d;
+                float mx = w->m[row], *s = w->s;
+                int64_t n_ok = 0;
+                for (int64_t j = 0; j < nj; j++) {
+                    const int64_t pos = j0 + j;
+                    if (pos > pos_t || pos < lo) { s[j] = -INFINITY; continue; }
+                    s[j] = dot(qv, w->kbuf + j * d, d) * a->scale;
+                    if (s[j] > mx) mx = s[j];
+                    n_ok++;
+                }
+                if (n_ok == 0) continue;
+                const float corr = expf(w->m[row] - mx); /* 0 on the first chunk (m = -inf) */
+                float *acc = w->acc + row * d;
+                exp_shifted(s, nj, mx); /* s[j] = exp(s[j] - mx), 0 where masked */
+                float sum = 0.f;
+                scale_row(acc, corr, d);
+                for (int64_t j = 0; j < nj; j++) {
+                    sum += s[j];
+                    if (s[j] != 0.f) axpy(acc, s[j], w->vbuf + j * d, d);
+                }
+                w->l[row] = w->l[row] * corr + sum;
+                w->m[row] = mx;
+            }
+        }
+    }
+    for (int64_t t = 0; t < nt; t++)
+        for (int64_t g = 0; g < group; g++) {
+            const int64_t row = t * group + g;
+            float *o = a->out + ((q_start + t0 + t) * a->num_heads + h_kv * group + g) * d;
+            const float inv = w->l[row] > 0.f ? 1.f / w->l[row] : 0.f;
+            for (int64_t i = 0; i < d; i++) o[i] = w->acc[row * d + i] * inv;
+        }
+}
+
+void paged_attention(const float *q, int64_t ldq, float *out, int64_t num_heads, int64_t num_kv_heads,
+                     int64_t head_dim, float scale, const kv_layer *kv, const attn_meta *meta) {
+    attn_args a = {q, out, ldq, num_heads, num_kv_heads, head_dim, scale, kv, meta};
+    /* items: (request, tile) pairs, each times num_kv_heads */
+    int64_t num_tiles = 0;
+    for (int64_t r = 0; r < meta->num_reqs; r++)
+        num_tiles += (meta->query_start[r + 1] - meta->query_start[r] + QTILE - 1) / QTILE;
+    int64_t *tile_req = (int64_t *)malloc((size_t)(num_tiles ? num_tiles : 1) * 2 * sizeof(int64_t));
+    int64_t n = 0;
+    for (int64_t r = 0; r < meta->num_reqs; r++)
+        for (int64_t t0 = 0; t0 < meta->query_start[r + 1] - meta->query_start[r]; t0 += QTILE) {
+            tile_req[2 * n] = r;
+            tile_req[2 * n + 1] = t0;
+            n++;
+        }
+    const int64_t num_items = num_tiles * num_kv_heads, group = num_heads / num_kv_heads;
+#pragma omp parallel if (num_items > 1)
+    {
+        const size_t rows = (size_t)QTILE * group;
+        attn_scratch w;
+        float *mem = (float *)malloc(sizeof(float) * (rows * head_dim + 2 * rows + 2 * CHUNK * head_dim + CHUNK));
+        w.acc = mem;
+        w.m = w.acc + rows * head_dim;
+        w.l = w.m + rows;
+        w.kbuf = w.l + rows;
+        w.vbuf = w.kbuf + CHUNK * head_dim;
+        w.s = w.vbuf + CHUNK * head_dim;
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t it = 0; it < num_items; it++) {
+            const int64_t tile = it / num_kv_heads, h_kv = it % num_kv_heads;
+            const int64_t r = tile_req[2 * tile], t0 = tile_req[2 * tile + 1];
+            const int64_t q_len = meta->query_start[r + 1] - meta->query_start[r];
+            attend_item(&a, r, h_kv, t0, q_len - t0 < QTILE ? q_len - t0 : QTILE, &w);
+        }
+        free(mem);
+    }
+    free(tile_req);
+}

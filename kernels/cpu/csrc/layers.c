@@ -1,0 +1,70 @@
+/* Row-wise kernels of a decoder layer: RMSNorm, rotary embedding, SiLU gate. Rows are
+ * independent, so each runs its rows in parallel when there are enough of them. */
+#include <math.h>
+
+#include "common.h"
+#include "ops.h"
+#include "vec.h"
+
+#define PAR_MIN 16384 /* elements below which a row loop stays on one thread */
+
+static void norm_row(const float *x, const float *weight, float eps, int64_t h, float *out) {
+    double ss = 0.0; /* summed in double: the reference sums float32 pairwise, closer than a float loop */
+    for (int64_t i = 0; i < h; i++) ss += (double)x[i] * x[i];
+    const float inv = 1.0f / sqrtf((float)(ss / h) + eps);
+    for (int64_t i = 0; i < h; i++) out[i] = x[i] * inv * weight[i];
+}
+
+void rms_norm(const float *x, int64_t ldx, const float *weight, float eps, int64_t rows, int64_t h, float *out,
+              int64_t ldo) {
+#pragma omp parallel for schedule(static) if (rows * h >= PAR_MIN)
+    for (int64_t r = 0; r < rows; r++) norm_row(x + r * ldx, weight, eps, h, out + r * ldo);
+}
+
+/* In place on x [rows, heads, head_dim] (row stride ldx): rotate-half rotary embedding with
+ * cos/sin tables [max_positions, head_dim]. */
+void rotary(float *x, int64_t ldx, int64_t rows, int64_t heads, int64_t head_dim, const int64_t *positions,
+            const float *cos_t, const float *sin_t) {
+    const int64_t half = head_dim / 2;
+#pragma omp parallel for schedule(static) if (rows * heads * head_dim >= PAR_MIN)
+    for (int64_t r = 0; r < rows; r++) {
+        const float *c = cos_t + positions[r] * head_dim, *s = sin_t + positions[r] * head_dim;
+        for (int64_t h = 0; h < heads; h++) {
+            float *v = x + r * ldx + h * head_dim;
+            for (int64_t i = 0; i < half; i++) {
+                const float a = v[i], b = v[i + half];
+                v[i] = a * c[i] - b * s[i];
+                v[i + half] = b * c[i + half] + a * s[i + half];
+            }
+        }
+    }
+}
+
+/* Per-head RMSNorm in place on x [rows, heads, head_dim] (Qwen3's q/k norm). */
+void head_norm(float *x, int64_t ldx, int64_t rows, int64_t heads, int64_t head_dim, const float *weight, float eps) {
+#pragma omp parallel for schedule(static) if (rows * heads * head_dim >= PAR_MIN)
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t h = 0; h < heads; h++) {
+            float *v = x + r * ldx + h * head_dim;
+            norm_row(v, weight, eps, head_dim, v);
+        }
+}
+
+/* out[r, i] = silu(gu[r, i]) * gu[r, inter + i] */
+void silu_mul(const float *gu, int64_t rows, int64_t inter, float *out) {
+#pragma omp parallel for schedule(static) if (rows * inter >= PAR_MIN)
+    for (int64_t r = 0; r < rows; r++) {
+        const float *g = gu + r * 2 * inter, *u = g + inter;
+        float *o = out + r * inter;
+        int64_t i = 0;
+#ifdef HAVE_AVX2
+        const __m256 one = _mm256_set1_ps(1.f), zero = _mm256_setzero_ps();
+        for (; i + 8 <= inter; i += 8) {
+            __m256 vg = _mm256_loadu_ps(g + i);
+            __m256 sig = _mm256_div_ps(vg, _mm256_add_ps(one, exp_ps(_mm256_sub_ps(zero, vg))));
+            _mm256_storeu_ps(o + i, _mm256_mul_ps(sig, _mm256_loadu_ps(u + i)));
+        }
+#endif
+        for (; i < inter; i++) o[i] = g[i] / (1.f + expf(-g[i])) * u[i];
+    }
+}

@@ -1,0 +1,95 @@
+"""The fused CPU decoder stack (engine/models/llama_fused.py) against the native torch model."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+
+from engine import LLM, SamplingParams
+from engine.loader.weights import load_native_model
+from engine.models.llama_fused import FusedLlama
+from kernels.attention import build_attention_metadata
+from kernels.cpu.ops import load_ops
+from kernels.quant import quantize, reconstruct
+
+pytestmark = pytest.mark.skipif(load_ops() is None, reason="no C compiler: the CPU kernels cannot be built here")
+
+
+def _on_int4_grid(src: str, dst: Path) -> Path:
+    """A copy of a model folder whose linear weights lie on a 4-bit grid, as a GGUF's would."""
+    dst.mkdir()
+    for f in Path(src).iterdir():
+        if f.suffix != ".safetensors":
+            (dst / f.name).write_bytes(f.read_bytes())
+    state = load_file(str(Path(src) / "model.safetensors"))
+    for name, w in state.items():
+        if w.dim() == 2 and "embed" not in name and "norm" not in name:
+            state[name] = reconstruct(*quantize(w, 4)).contiguous()
+    save_file(state, str(dst / "model.safetensors"), metadata={"format": "pt"})
+    return dst
+
+
+def _steps(native, fused, block_size: int = 4):
+    """Runs the same three steps (prefill of two requests, a mixed step, a decode) through both."""
+    rng = random.Random(0)
+    num_layers, kv_heads, head_dim = native.kv_shape
+    caches = [[(torch.zeros(64 * block_size, kv_heads, head_dim), torch.zeros(64 * block_size, kv_heads, head_dim))
+               for _ in range(num_layers)] for _ in range(2)]  # fmt: skip
+    table = torch.tensor([[3, 9, 12, 0, 0, 0, 0], [5, 1, 7, 8, 0, 0, 0]])
+    for query_lens, seq_lens in (([11, 7], [11, 7]), ([1, 5], [12, 12]), ([1, 1], [13, 13])):
+        slots, positions = [], []
+        for r, (q, s) in enumerate(zip(query_lens, seq_lens)):
+            positions += list(range(s - q, s))
+            slots += [int(table[r, p // block_size]) * block_size + p % block_size for p in range(s - q, s)]
+        ids = torch.tensor([rng.randrange(200) for _ in positions])
+        meta = build_attention_metadata(query_lens, seq_lens, table, torch.tensor(slots), block_size, True)
+        with torch.inference_mode():
+            a = native(ids, torch.tensor(positions), caches[0], meta)
+            b = fused(ids, torch.tensor(positions), caches[1], meta)
+            yield a, b, native.compute_logits(a), fused.compute_logits(b)
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen2", "qwen3"])
+def test_fused_float32_matches_native(tiny_model_factory, arch):
+    folder = Path(tiny_model_factory(arch))
+    config = json.loads((folder / "config.json").read_text())
+    native = load_native_model(folder, config, torch.device("cpu"), torch.float32)
+    fused = FusedLlama(native, "auto")
+    assert set(fused.report.kinds) == {"float32"}  # random weights lie on no grid: nothing is rounded
+    for a, b, la, lb in _steps(native, fused):
+        assert (a - b).abs().max() < 1e-4
+        assert torch.equal(la.argmax(-1), lb.argmax(-1))
+
+
+def test_fused_int4_grid_is_exact(tiny_model_factory, tmp_path):
+    folder = _on_int4_grid(tiny_model_factory("llama"), tmp_path / "grid")
+    config = json.loads((folder / "config.json").read_text())
+    native = load_native_model(folder, config, torch.device("cpu"), torch.float32)
+    fused = FusedLlama(native, "auto")
+    assert fused.report.kinds["int4"] == 4 * config["num_hidden_layers"] and fused.report.lossy == 0
+    for a, b, la, lb in _steps(native, fused):
+        assert (la - lb).abs().max() < 1e-4 * la.abs().max()
+
+
+def test_forced_int8_rounds_and_says_so(tiny_model_factory):
+    folder = Path(tiny_model_factory("llama"))
+    native = load_native_model(folder, json.loads((folder / "config.json").read_text()), torch.device("cpu"), torch.float32)
+    fused = FusedLlama(native, "int8")
+    assert set(fused.report.kinds) == {"int8"} and fused.report.lossy == len(fused.layers) * 4 + 1
+    assert "rounded" in fused.report.summary()
+
+
+def test_greedy_generation_matches_the_torch_path(tiny_model_factory):
+    prompts = [[5, 17, 42, 9, 100, 3], list(range(30, 70)), [7]]
+    params = SamplingParams(max_tokens=24, temperature=0.0, ignore_eos=True)
+    outs = {}
+    for kernels_on in (True, False):
+        llm = LLM(tiny_model_factory("llama"), max_model_len=256, num_kv_blocks=64, block_size=4, cpu_kernels=kernels_on)
+        assert ("fused" in llm.info.summary) == kernels_on
+        outs[kernels_on] = [o.token_ids for o in llm.generate(prompts, params)]
+    assert outs[True] == outs[False]

@@ -1,0 +1,48 @@
+"""The CPU row kernels (RMSNorm, rotary, SiLU gate, KV write) against their torch references."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from kernels.cpu.ops import KV_KINDS, ptr
+from kernels.layers import apply_rotary, rms_norm, rotary_cos_sin, silu_and_mul
+
+
+@pytest.mark.parametrize("rows", [1, 3, 300])
+def test_rms_norm(cpu_ops, rows):
+    x, w = torch.randn(rows, 96) * 3, torch.randn(96)
+    out = torch.empty(rows, 96)
+    cpu_ops.rms_norm(ptr(x), 96, ptr(w), 1e-5, rows, 96, ptr(out), 96)
+    assert torch.allclose(out, rms_norm(x, w, 1e-5), atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("rows", [1, 5, 400])
+def test_rotary_in_place(cpu_ops, rows):
+    cos, sin = rotary_cos_sin(16, 1024, 10000.0)
+    positions = torch.randint(0, 1024, (rows,))
+    x = torch.randn(rows, 6, 16)
+    want = apply_rotary(x, cos[positions], sin[positions])
+    got = x.clone()
+    cpu_ops.rotary(ptr(got), 96, rows, 6, 16, ptr(positions), ptr(cos), ptr(sin))
+    assert torch.allclose(got, want, atol=1e-6)
+
+
+@pytest.mark.parametrize("rows", [1, 2, 200])
+def test_silu_mul(cpu_ops, rows):
+    gu = torch.randn(rows, 2 * 52) * 8
+    out = torch.empty(rows, 52)
+    cpu_ops.silu_mul(ptr(gu), rows, 52, ptr(out))
+    assert torch.allclose(out, silu_and_mul(gu), atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_kv_write_converts_and_skips_padding(cpu_ops, dtype):
+    k_cache, v_cache = torch.zeros(32, 2, 8, dtype=dtype), torch.zeros(32, 2, 8, dtype=dtype)
+    kv = torch.randn(3, 3 * 16)  # rows of [q? no: k | v | pad] with a wider row stride
+    k, v = kv[:, :16], kv[:, 16:32]
+    slots = torch.tensor([5, -1, 30])
+    cpu_ops.kv_write(KV_KINDS[dtype], ptr(k_cache), ptr(v_cache), ptr(k), ptr(v), 48, ptr(slots), 3, 2, 8)
+    assert torch.equal(k_cache[5], k[0].view(2, 8).to(dtype))
+    assert torch.equal(v_cache[30], v[2].view(2, 8).to(dtype))
+    assert k_cache[[i for i in range(32) if i not in (5, 30)]].abs().sum() == 0
