@@ -1,13 +1,16 @@
-"""Serving benchmark: load an OpenAI-compatible server at several concurrencies, compare with the offline engine.
+"""Serving benchmark: the same chat workload against several OpenAI-compatible servers, side by side.
 
-    python benchmarks/serve.py --spawn                       # start our gateway on the default model
-    python benchmarks/serve.py --url http://127.0.0.1:8000   # any OpenAI-compatible server
-    python benchmarks/serve.py --spawn --concurrency 1 4 --num-requests 8 --prompt-len 32 --output-len 16
+    python benchmarks/serve.py --spawn                                   # our gateway alone
+    python benchmarks/serve.py --spawn --url vllm=http://127.0.0.1:8001 --url llama.cpp=http://127.0.0.1:8002
+    python benchmarks/serve.py --url ours=http://127.0.0.1:8000 --concurrency 1 4 --repeats 2 --plot out.png
 
-Each level runs a closed loop of `concurrency` streaming /v1/completions requests with fixed
-prompt and output lengths (ignore_eos) and reports TTFT and inter-token latency p50/p99,
-output tokens/s and errors. The same prompts then run through the offline engine
-(`engine.LLM`) in waves of `concurrency`, and the table shows HTTP/offline throughput.
+Workload (issue 14): streaming /v1/chat/completions, every request its own ~200-token chat
+prompt (a unique system line first, so no server gets prefix-cache hits it would not get in
+production), 128 output tokens (`ignore_eos` + `min_tokens`), temperature 0, a closed loop
+at each concurrency level. Targets run one after another within each level (never at the
+same time: they share the cores), and each level is repeated `--repeats` times with the
+target order alternating; the table shows medians and the ratio of the first target (ours)
+to each other one. Start competitors with their own commands (see the README).
 """
 
 from __future__ import annotations
@@ -16,18 +19,41 @@ import argparse
 import asyncio
 import json
 import os
+import platform
 import random
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import time
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import aiohttp
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+WORDS = """time year people way day man thing woman life child world school state family student group country
+problem hand part place case week company system program question work government number night point home water
+room mother area money story fact month lot right study book eye job word business issue side kind head house
+service friend father power hour game line end member law car city community name president team minute idea kid
+body information back parent face others level office door health person art war history party result change
+morning reason research girl guy moment air teacher force education river mountain engine token stream server
+weather report summary schedule garden kitchen window letter market price travel train station museum picture
+music doctor patient energy planet ocean forest animal science theory language culture dinner breakfast coffee""".split()
+VERBS = "explain describe compare summarize list analyze plan outline review translate rewrite evaluate".split()
+
+
+def chat_prompt(index: int, seed: int, num_words: int = 150) -> list[dict]:
+    """A deterministic chat request of ~200 tokens whose first line is unique to (seed, index)."""
+    rng = random.Random(seed * 1_000_003 + index)
+    body = " ".join(rng.choice(WORDS) for _ in range(num_words))
+    system = f"Session {seed}-{index} ({rng.randrange(10**9)}): you are a careful assistant who answers in detail."
+    user = f"Please {rng.choice(VERBS)} the following notes, point by point: {body}."
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
 @dataclass
@@ -41,11 +67,10 @@ class RequestResult:
 
 @dataclass
 class LevelResult:
+    target: str
     concurrency: int
-    num_requests: int
     results: list[RequestResult]
     elapsed_s: float
-    offline_tok_s: float | None = None
 
     @property
     def ok(self) -> list[RequestResult]:
@@ -75,20 +100,15 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
 
 
-def make_prompts(num: int, prompt_len: int, seed: int, low: int = 10, high: int = 10000) -> list[list[int]]:
-    """Distinct random token-id prompts (so the prefix cache does not flatter TTFT)."""
-    rng = random.Random(seed)
-    return [[rng.randrange(low, high) for _ in range(prompt_len)] for _ in range(num)]
-
-
-async def one_request(session: aiohttp.ClientSession, url: str, model: str, prompt: list[int], output_len: int,
-                      headers: dict[str, str]) -> RequestResult:
-    payload = {"model": model, "prompt": prompt, "max_tokens": output_len, "temperature": 0.0,
-               "ignore_eos": True, "stream": True, "stream_options": {"include_usage": True}}
+async def one_request(session: aiohttp.ClientSession, url: str, model: str, messages: list[dict], output_len: int,
+                      headers: dict[str, str]) -> RequestResult:  # fmt: skip
+    payload = {"model": model, "messages": messages, "max_tokens": output_len, "temperature": 0.0,
+               "ignore_eos": True, "min_tokens": output_len, "stream": True,
+               "stream_options": {"include_usage": True}}  # fmt: skip
     start = time.perf_counter()
     last, result, num_chunks = None, RequestResult(ok=False), 0
     try:
-        async with session.post(url + "/v1/completions", json=payload, headers=headers) as resp:
+        async with session.post(url + "/v1/chat/completions", json=payload, headers=headers) as resp:
             if resp.status != 200:
                 return RequestResult(ok=False, error=f"HTTP {resp.status}: {(await resp.text())[:200]}")
             buffer = b""
@@ -96,63 +116,51 @@ async def one_request(session: aiohttp.ClientSession, url: str, model: str, prom
                 buffer += data
                 while b"\n\n" in buffer:
                     raw, buffer = buffer.split(b"\n\n", 1)
-                    if not raw.startswith(b"data: ") or raw == b"data: [DONE]":
+                    raw = raw.strip()
+                    if not raw.startswith(b"data:") or raw == b"data: [DONE]":
                         continue
-                    event = json.loads(raw[6:])
+                    event = json.loads(raw[5:])
                     if "error" in event:
                         return RequestResult(ok=False, error=str(event["error"])[:200])
                     if event.get("usage"):
-                        result.num_output_tokens = event["usage"]["completion_tokens"]
-                    if event.get("choices") and event["choices"][0].get("text"):
+                        result.num_output_tokens = event["usage"].get("completion_tokens") or 0
+                    delta = (event.get("choices") or [{}])[0].get("delta") or {}
+                    if delta.get("content") or delta.get("reasoning_content") or delta.get("tool_calls"):
                         now = time.perf_counter()
                         if last is None:
                             result.ttft_s = now - start
                         else:
                             result.itls_s.append(now - last)
                         last, num_chunks = now, num_chunks + 1
-    except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+    except (aiohttp.ClientError, asyncio.TimeoutError, json.JSONDecodeError) as exc:
         return RequestResult(ok=False, error=repr(exc))
     result.ok = last is not None
     result.num_output_tokens = result.num_output_tokens or num_chunks
     return result
 
 
-async def run_level(url: str, model: str, prompts: list[list[int]], concurrency: int, output_len: int,
-                    headers: dict[str, str]) -> LevelResult:
+async def run_level(name: str, url: str, model: str, prompts: list[list[dict]], concurrency: int, output_len: int,
+                    headers: dict[str, str]) -> LevelResult:  # fmt: skip
     queue: asyncio.Queue = asyncio.Queue()
     for prompt in prompts:
         queue.put_nowait(prompt)
     results: list[RequestResult] = []
-    timeout = aiohttp.ClientTimeout(total=3600)
     connector = aiohttp.TCPConnector(limit=concurrency)
-    async with aiohttp.ClientSession(timeout=timeout, connector=connector) as session:
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=3600), connector=connector) as session:
         async def worker() -> None:
             while not queue.empty():
-                prompt = queue.get_nowait()
-                results.append(await one_request(session, url, model, prompt, output_len, headers))
+                results.append(await one_request(session, url, model, queue.get_nowait(), output_len, headers))
 
         start = time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(concurrency)))
         elapsed = time.perf_counter() - start
-    return LevelResult(concurrency, len(prompts), results, elapsed)
+    return LevelResult(name, concurrency, results, elapsed)
 
 
-async def server_model(url: str, headers: dict[str, str]) -> str:
-    async with aiohttp.ClientSession() as session:
-        async with session.get(url + "/v1/models", headers=headers) as resp:
-            return (await resp.json())["data"][0]["id"]
-
-
-def offline_throughput(llm, prompts: list[list[int]], concurrency: int, output_len: int) -> float:
-    """Output tokens/s of the offline engine on the same prompts, in waves of `concurrency`."""
-    from engine import SamplingParams
-
-    params = SamplingParams(max_tokens=output_len, temperature=0.0, ignore_eos=True)
-    num_tokens, start = 0, time.perf_counter()
-    for i in range(0, len(prompts), concurrency):
-        outputs = llm.generate(prompts[i:i + concurrency], params)
-        num_tokens += sum(len(out.token_ids) for out in outputs)
-    return num_tokens / (time.perf_counter() - start)
+def server_model(url: str, headers: dict[str, str]) -> str:
+    request = urllib.request.Request(url + "/v1/models", headers=headers)
+    with urllib.request.urlopen(request, timeout=30) as resp:
+        return json.load(resp)["data"][0]["id"]
 
 
 def free_port() -> int:
@@ -161,17 +169,10 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def spawn_server(args: argparse.Namespace) -> tuple[subprocess.Popen, str]:
-    """Starts `python -m gateway serve` on a free port and waits for /health."""
-    import urllib.request
-
+def spawn_server(extra: list[str], max_num_seqs: int) -> tuple[subprocess.Popen, str]:
+    """Starts `python -m gateway serve` (defaults plus `extra`) on a free port; waits for /health."""
     port = free_port()
-    cmd = [sys.executable, "-m", "gateway", "serve", "--port", str(port),
-           "--max-num-seqs", str(max(args.concurrency)), "--max-model-len", str(args.max_model_len)]
-    if args.model:
-        cmd += ["--model", args.model]
-    if args.num_threads:
-        cmd += ["--num-threads", str(args.num_threads)]
+    cmd = [sys.executable, "-m", "gateway", "serve", "--port", str(port), "--max-num-seqs", str(max_num_seqs), *extra]
     proc = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 900
@@ -196,116 +197,125 @@ def stop_server(proc: subprocess.Popen) -> None:
         proc.wait()
 
 
-def print_table(levels: list[LevelResult]) -> None:
-    head = (f"{'conc':>5} {'reqs':>5} {'errors':>6} {'ttft_p50_ms':>11} {'ttft_p99_ms':>11} {'itl_p50_ms':>10} "
-            f"{'itl_p99_ms':>10} {'http_tok/s':>10} {'offline_tok/s':>13} {'ratio':>6}")
-    print(head)
-    print("-" * len(head))
-    for lv in levels:
-        offline = f"{lv.offline_tok_s:13.1f}" if lv.offline_tok_s else f"{'-':>13}"
-        ratio = f"{lv.output_tok_s / lv.offline_tok_s:6.2f}" if lv.offline_tok_s else f"{'-':>6}"
-        print(f"{lv.concurrency:5d} {lv.num_requests:5d} {lv.num_errors:6d} {lv.ttft(50) * 1e3:11.1f} "
-              f"{lv.ttft(99) * 1e3:11.1f} {lv.itl(50) * 1e3:10.1f} {lv.itl(99) * 1e3:10.1f} "
-              f"{lv.output_tok_s:10.1f} {offline} {ratio}")
-    for lv in levels:
-        for r in lv.results:
-            if not r.ok:
-                print(f"  error at concurrency {lv.concurrency}: {r.error}")
-                break
+def machine_line() -> str:
+    from engine.hardware import describe
+
+    import torch
+
+    return f"{platform.node()}: {describe(torch.device('cpu'))}; load {os.getloadavg()[0]:.2f}"
 
 
-def plot(levels: list[LevelResult], path: str, title: str) -> None:
+def median_of(runs: list[LevelResult], fn) -> float:
+    values = [fn(r) for r in runs]
+    values = [v for v in values if v == v]
+    return statistics.median(values) if values else float("nan")
+
+
+def print_table(targets: list[str], levels: list[int], runs: dict[tuple[str, int], list[LevelResult]]) -> None:
+    ours = targets[0]
+    print("| target | streams | tok/s (median) | tok/s per run | TTFT p50 / p99 ms | ITL p50 / p99 ms | errors |"
+          + "".join(f" {ours}/{t} tok/s |" for t in targets[1:]))
+    print("|---|---:|---:|---|---:|---:|---:|" + "---:|" * (len(targets) - 1))
+    for conc in levels:
+        base = median_of(runs[(ours, conc)], lambda r: r.output_tok_s)
+        for name in targets:
+            rs = runs[(name, conc)]
+            tok = median_of(rs, lambda r: r.output_tok_s)
+            per_run = ", ".join(f"{r.output_tok_s:.1f}" for r in rs)
+            ttft = (median_of(rs, lambda r: r.ttft(50)) * 1e3, median_of(rs, lambda r: r.ttft(99)) * 1e3)
+            itl = (median_of(rs, lambda r: r.itl(50)) * 1e3, median_of(rs, lambda r: r.itl(99)) * 1e3)
+            errors = sum(r.num_errors for r in rs)
+            ratios = "".join(f" {base / median_of(runs[(t, conc)], lambda r: r.output_tok_s):.2f} |"
+                             if name == ours else " |" for t in targets[1:])  # fmt: skip
+            print(f"| {name} | {conc} | {tok:.1f} | {per_run} | {ttft[0]:,.0f} / {ttft[1]:,.0f} | "
+                  f"{itl[0]:.1f} / {itl[1]:.1f} | {errors} |{ratios}")
+    for (name, conc), rs in runs.items():
+        for r in (x for lv in rs for x in lv.results if not x.ok):
+            print(f"  {name} at {conc} streams: {r.error}")
+            break
+
+
+def plot(targets, levels, runs, path: str, title: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    conc = [lv.concurrency for lv in levels]
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
-    axes[0].plot(conc, [lv.output_tok_s for lv in levels], "o-", label="HTTP (gateway)")
-    if any(lv.offline_tok_s for lv in levels):
-        axes[0].plot(conc, [lv.offline_tok_s or float("nan") for lv in levels], "s--", label="offline engine")
-    axes[0].set(title="output tokens/s", xlabel="concurrent streams")
-    for ax, name, fn in ((axes[1], "TTFT (ms)", LevelResult.ttft), (axes[2], "inter-token latency (ms)", LevelResult.itl)):
-        ax.plot(conc, [fn(lv, 50) * 1e3 for lv in levels], "o-", label="p50")
-        ax.plot(conc, [fn(lv, 99) * 1e3 for lv in levels], "s--", label="p99")
-        ax.set(title=name, xlabel="concurrent streams")
-    for ax in axes:
+    panels = (("output tokens/s", lambda r: r.output_tok_s), ("TTFT p50 (ms)", lambda r: r.ttft(50) * 1e3),
+              ("inter-token latency p50 (ms)", lambda r: r.itl(50) * 1e3))  # fmt: skip
+    for ax, (label, fn) in zip(axes, panels):
+        for name in targets:
+            ax.plot(levels, [median_of(runs[(name, c)], fn) for c in levels], "o-", label=name)
+        ax.set(title=label, xlabel="concurrent streams")
         ax.set_xscale("log", base=2)
-        ax.legend()
         ax.grid(alpha=0.3)
+        ax.legend()
     fig.suptitle(title)
     fig.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
     print(f"plot written to {path}")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    target = parser.add_mutually_exclusive_group(required=True)
-    target.add_argument("--url", help="base URL of a running OpenAI-compatible server")
-    target.add_argument("--spawn", action="store_true", help="start our gateway for the run")
-    parser.add_argument("--model", default=None, help="model path for --spawn and the offline engine (default model)")
-    parser.add_argument("--api-key", default=None)
-    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 16, 64])
-    parser.add_argument("--num-requests", type=int, default=None, help="per level (default: waves x concurrency, >= 4)")
-    parser.add_argument("--waves", type=int, default=2, help="requests per level as a multiple of the concurrency")
-    parser.add_argument("--prompt-len", type=int, default=128)
-    parser.add_argument("--output-len", type=int, default=128)
-    parser.add_argument("--max-model-len", type=int, default=2048, help="for --spawn")
-    parser.add_argument("--no-offline", action="store_true", help="skip the offline-engine comparison")
-    parser.add_argument("--plot", nargs="?", const="serve_benchmark.png", default=None, help="write a PNG plot")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--num-threads", type=int, default=None, help="torch threads of the engine (both runs)")
-    parser.add_argument("--max-token-id", type=int, default=10000, help="prompts use random ids in [10, this)")
-    return parser.parse_args(argv)
-
-
-def load_offline(args: argparse.Namespace):
-    """The offline engine on the same model and thread count, or None with --no-offline."""
-    if args.no_offline:
-        return None
-    sys.path.insert(0, str(ROOT))
-    from engine import LLM
-
-    llm = LLM(model=args.model, max_num_seqs=max(args.concurrency), max_model_len=args.max_model_len,
-              num_threads=args.num_threads)
-    offline_throughput(llm, make_prompts(1, args.prompt_len, -1, high=args.max_token_id), 1, 4)  # warm-up
-    return llm
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--url", action="append", default=[], metavar="NAME=URL", help="a running server (repeatable)")
+    p.add_argument("--spawn", action="store_true", help="start our gateway (listed first, as 'ours')")
+    p.add_argument("--spawn-args", default="", help="extra flags for the spawned gateway, one string")
+    p.add_argument("--api-key", default=None)
+    p.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 16, 64])
+    p.add_argument("--waves", type=int, default=2, help="requests per level as a multiple of the concurrency (>= 4)")
+    p.add_argument("--repeats", type=int, default=1, help="runs of each level per target; medians are shown")
+    p.add_argument("--output-len", type=int, default=128)
+    p.add_argument("--prompt-words", type=int, default=150, help="~200 tokens of chat prompt with the default")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--plot", default=None, help="write a PNG plot here")
+    return p.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Per level: the HTTP run, then the offline run on the same prompts (interleaved, so that
-    load from elsewhere on the machine drifts less between the two)."""
     args = parse_args(argv)
-    if args.num_threads is None:  # the gateway's CPU default, used for both runs so they compare
-        args.num_threads = max(1, (os.cpu_count() or 1) - 1)
     headers = {"Authorization": f"Bearer {args.api_key}"} if args.api_key else {}
-    proc, url = spawn_server(args) if args.spawn else (None, args.url.rstrip("/"))
-    levels: list[LevelResult] = []
+    targets: list[tuple[str, str]] = []
+    proc = None
+    if args.spawn:
+        proc, url = spawn_server(args.spawn_args.split(), max(args.concurrency))
+        targets.append(("ours", url))
+    for spec in args.url:
+        name, _, url = spec.partition("=") if "=" in spec else (f"server{len(targets)}", "", spec)
+        targets.append((name, url.rstrip("/")))
+    if not targets:
+        raise SystemExit("give --spawn and/or --url NAME=URL")
     try:
-        model = asyncio.run(server_model(url, headers))
-        print(f"server {url}, model {model}, prompt {args.prompt_len} tokens, output {args.output_len} tokens")
-        asyncio.run(run_level(url, model, make_prompts(1, args.prompt_len, -1, high=args.max_token_id), 1, 4,
-                              headers))  # warm-up
-        llm = load_offline(args)
+        models = {name: server_model(url, headers) for name, url in targets}
+        print(machine_line())
+        print(f"targets: {', '.join(f'{n} ({models[n]} at {u})' for n, u in targets)}")
+        for name, url in targets:  # warm-up: first requests compile, allocate, fill caches
+            asyncio.run(run_level(name, url, models[name], [chat_prompt(i, -1, args.prompt_words) for i in range(2)],
+                                  2, 16, headers))  # fmt: skip
+        runs: dict[tuple[str, int], list[LevelResult]] = {(n, c): [] for n, _ in targets for c in args.concurrency}
         for i, conc in enumerate(args.concurrency):
-            num = args.num_requests or max(4, args.waves * conc)
-            prompts = make_prompts(num, args.prompt_len, args.seed + i, high=args.max_token_id)
-            level = asyncio.run(run_level(url, model, prompts, conc, args.output_len, headers))
-            if llm is not None:
-                level.offline_tok_s = offline_throughput(llm, prompts, conc, args.output_len)
-            offline = f", offline {level.offline_tok_s:.1f} tok/s" if level.offline_tok_s else ""
-            print(f"  concurrency {conc}: HTTP {level.output_tok_s:.1f} tok/s, {level.num_errors} errors{offline}",
-                  flush=True)
-            levels.append(level)
+            num = max(4, args.waves * conc)
+            for rep in range(args.repeats):
+                prompts = [chat_prompt(j, args.seed * 1000 + i * 100 + rep, args.prompt_words) for j in range(num)]
+                order = targets if rep % 2 == 0 else targets[::-1]
+                for name, url in order:
+                    level = asyncio.run(run_level(name, url, models[name], prompts, conc, args.output_len, headers))
+                    runs[(name, conc)].append(level)
+                    print(f"  {name:>10} x{conc:<3} run {rep + 1}: {level.output_tok_s:7.1f} tok/s, TTFT p50 "
+                          f"{level.ttft(50) * 1e3:7.0f} ms, ITL p50 {level.itl(50) * 1e3:6.1f} ms, "
+                          f"{level.num_errors} errors", flush=True)
     finally:
         if proc is not None:
             stop_server(proc)
+    names = [n for n, _ in targets]
     print()
-    print_table(levels)
+    print(machine_line())
+    print_table(names, args.concurrency, runs)
     if args.plot:
-        plot(levels, args.plot, f"{model}: prompt {args.prompt_len}, output {args.output_len} tokens (ignore_eos)")
+        plot(names, args.concurrency, runs, args.plot,
+             f"chat, ~200-token prompts, {args.output_len} output tokens, medians of {args.repeats}")
 
 
 if __name__ == "__main__":

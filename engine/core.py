@@ -65,7 +65,7 @@ class EngineCore:
             torch.set_num_threads(num_threads)
         torch.manual_seed(config.seed)
         loaded = load_model(files.folder, files.config, device, dtype, config.model_impl, config.quantization,
-                            config.cpu_kernels)  # fmt: skip
+                            config.cpu_kernels, config.cache_dir)  # fmt: skip
         model = loaded.model
         num_blocks = _num_blocks(config, model.kv_shape, dtype)
         max_len = min(config.max_model_len or model.max_position_embeddings, num_blocks * config.block_size)

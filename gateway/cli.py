@@ -32,9 +32,13 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--kv-cache-gib", type=float, default=1.0)
     serve.add_argument("--no-prefix-caching", action="store_true")
     serve.add_argument("--device", default=None)
-    serve.add_argument("--dtype", default=None, choices=["float32", "bfloat16", "float16"])
+    serve.add_argument("--dtype", default=None, choices=["auto", "float32", "bfloat16", "float16"],
+                       help="auto (default): bfloat16 on CUDA and on CPUs with BF16 units, else float32; on CPU with the C kernels, the KV cache's dtype")
+    serve.add_argument("--quantization", default="auto", choices=["auto", "none", "int8", "int4"],
+                       help="linear weights on CPU: auto (default) serves int4/int8 where the weights lie exactly on such a grid (a GGUF's Q4_1/Q8_0), float32 elsewhere; int8/int4 force a grid (lossy)")
+    serve.add_argument("--no-cpu-kernels", action="store_true", help="run the torch reference path instead of the C kernels on CPU")
     serve.add_argument("--model-impl", default="auto", choices=["auto", "native", "transformers"], help="auto: native where implemented, else the transformers backend")
-    serve.add_argument("--num-threads", type=int, default=None, help="torch threads per engine core (default on CPU: (cores - 1) / data-parallel-size)")
+    serve.add_argument("--num-threads", type=int, default=None, help="compute threads per engine core (default on CPU: usable cores / data-parallel-size)")
     serve.add_argument("--data-parallel-size", type=int, default=1)
     serve.add_argument("--tool-parser", default=None, help="tool-call format name, or auto")
     serve.add_argument("--reasoning-parser", default=None, help="reasoning format name, or auto")
@@ -52,9 +56,8 @@ def _engine_config(args: argparse.Namespace):
     from engine import EngineConfig
 
     num_threads = args.num_threads
-    if num_threads is None and (args.device or "cpu") == "cpu":
-        # leave one core to the HTTP process: torch's thread pools collapse when oversubscribed
-        num_threads = max(1, ((os.cpu_count() or 1) - 1) // args.data_parallel_size)
+    if num_threads is None and (args.device or "cpu") == "cpu" and args.data_parallel_size > 1:
+        num_threads = max(1, len(os.sched_getaffinity(0)) // args.data_parallel_size)  # one core set per engine
     config = EngineConfig(
         model=args.model,
         max_model_len=args.max_model_len,
@@ -65,7 +68,9 @@ def _engine_config(args: argparse.Namespace):
         kv_cache_gib=args.kv_cache_gib,
         enable_prefix_caching=not args.no_prefix_caching,
         device=args.device,
-        dtype=args.dtype,
+        dtype=None if args.dtype == "auto" else args.dtype,
+        quantization=args.quantization,
+        cpu_kernels=not args.no_cpu_kernels,
         model_impl=args.model_impl,
         num_threads=num_threads,
         grammar_compile_timeout=args.grammar_compile_timeout,
@@ -111,6 +116,7 @@ def serve(args: argparse.Namespace) -> int:
 
     def on_ready(services: Services) -> None:
         info = services.pool.model_info
+        print(f"Engine: {info.summary}", flush=True)
         print(f"Serving model {services.model_name} (max_model_len {info.max_model_len}, "
               f"{services.pool.size} engine core(s)) at http://{args.host}:{args.port}/v1", flush=True)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from engine.models import NATIVE_ARCHITECTURES, build_model
+from engine.models import NATIVE_ARCHITECTURES, build_model, native_args
 from kernels import cpu_kernels_available
 
 
@@ -62,8 +62,30 @@ class LoadedModel:
     note: str = ""
 
 
+def load_fused_model(folder: Path, config: dict, quantization: str, cache_dir: Path | None,
+                     cache_min_bytes: int = 64 << 20):  # fmt: skip
+    """The native model as one fused CPU stack; its packed weights come from the disk cache
+    when a previous start left them there (no float model built then). Models whose weight
+    files are under `cache_min_bytes` pack in well under a second and are not cached."""
+    from engine.loader import packed_cache
+    from engine.models.llama_fused import FusedLlama, pack_native
+
+    args = native_args(config)
+    size = sum(f.stat().st_size for f in Path(folder).glob("*.safetensors"))
+    use_cache = cache_dir is not None and size >= cache_min_bytes
+    path = packed_cache.cache_path(cache_dir, folder, quantization) if use_cache else None
+    loaded = packed_cache.load(path) if path is not None else None
+    if loaded is None:
+        native = load_native_model(folder, config, torch.device("cpu"), torch.float32)
+        loaded = pack_native(native, quantization)
+        del native
+        if path is not None:
+            packed_cache.save(path, *loaded)
+    return FusedLlama(args, *loaded)
+
+
 def load_model(folder: Path, config: dict, device: torch.device, dtype: torch.dtype, model_impl: str = "auto",
-               quantization: str = "auto", cpu_kernels: bool = True) -> LoadedModel:  # fmt: skip
+               quantization: str = "auto", cpu_kernels: bool = True, cache_dir: Path | None = None) -> LoadedModel:  # fmt: skip
     """The model for the runner, built by the implementation `model_impl` selects.
 
     On a CPU with the C kernels, a native model runs as one fused decoder stack with its
@@ -73,9 +95,7 @@ def load_model(folder: Path, config: dict, device: torch.device, dtype: torch.dt
     cpu_fast = cpu_kernels and device.type == "cpu" and cpu_kernels_available()
     if choose_impl(config, model_impl) == "native":
         if cpu_fast:
-            from engine.models.llama_fused import FusedLlama
-
-            fused = FusedLlama(load_native_model(folder, config, device, torch.float32), quantization)
+            fused = load_fused_model(folder, config, quantization, cache_dir)
             return LoadedModel(fused, "native, fused CPU kernels", True, f"weights: {fused.report.summary()}")
         return LoadedModel(load_native_model(folder, config, device, dtype), "native", False)
     from engine.models.transformers_backend import load_transformers_model

@@ -45,10 +45,15 @@ def llama_args(config: dict, family: str) -> LlamaArgs:
     )
 
 
-def build_model(config: dict) -> LlamaForCausalLM:
-    """Instantiates (on the current default device/dtype) the native model for a HF config."""
+def native_args(config: dict) -> LlamaArgs:
+    """The native architecture facts of a HF config; ValueError when we do not implement it."""
     architectures = config.get("architectures") or []
     for arch in architectures:
         if arch in NATIVE_ARCHITECTURES:
-            return LlamaForCausalLM(llama_args(config, NATIVE_ARCHITECTURES[arch]))
+            return llama_args(config, NATIVE_ARCHITECTURES[arch])
     raise ValueError(f"model: architecture {architectures} is not supported (supported: {sorted(NATIVE_ARCHITECTURES)})")
+
+
+def build_model(config: dict) -> LlamaForCausalLM:
+    """Instantiates (on the current default device/dtype) the native model for a HF config."""
+    return LlamaForCausalLM(native_args(config))

@@ -1,9 +1,11 @@
 """The Llama family on the CPU kernels: every decoder layer of a step in one C call.
 
-Built from a loaded native `LlamaForCausalLM` (the torch reference it is tested against):
-its linears are packed as the quantization mode says (engine/loader/quantization.py), the
-rest is kept as float32, and the whole stack is described once to `kernels/cpu` by int64
-records of pointers. The runner calls it through the same interface as the native model.
+Holds the weights in the kernels' form: linears packed as the quantization mode says
+(engine/loader/quantization.py), norms and the embedding as float32, all under flat names
+(`layers.3.qkv`, `embed`, ...) so that engine/loader/packed_cache.py can save and reload
+them without building the float model. The whole stack is described once to `kernels/cpu`
+by int64 records of pointers. The runner calls it through the native model's interface; the
+native `LlamaForCausalLM` is the torch reference it is tested against.
 """
 
 from __future__ import annotations
@@ -11,56 +13,58 @@ from __future__ import annotations
 import torch
 
 from engine.loader.quantization import PackingReport, pack_linear
-from engine.models.llama import LlamaForCausalLM
-from kernels import AttentionMetadata
+from engine.models.llama import LlamaArgs, LlamaForCausalLM
+from kernels import AttentionMetadata, rotary_cos_sin
 from kernels.cpu.ops import KV_KINDS, linear, linear_args, load_ops, meta_args, ptr
+from kernels.quant import PackedLinear
+
+LINEARS = ("qkv", "o", "gate_up", "down")
+NORMS = ("input_norm", "post_norm", "q_norm", "k_norm")
+
+
+def pack_native(model: LlamaForCausalLM, quantization: str) -> tuple[dict, PackingReport]:
+    """The flat weights of a loaded native model, linears packed per `quantization`."""
+    report = PackingReport()
+    head = model.embed_tokens.weight if model.lm_head is None else model.lm_head.weight
+    weights: dict = {"embed": model.embed_tokens.weight, "lm_head": pack_linear(head, None, quantization, report),
+                     "final_norm": model.norm.weight}  # fmt: skip
+    for i, layer in enumerate(model.layers):
+        attn, mlp = layer.self_attn, layer.mlp
+        weights[f"layers.{i}.input_norm"] = layer.input_layernorm.weight
+        weights[f"layers.{i}.post_norm"] = layer.post_attention_layernorm.weight
+        if attn.q_norm is not None:
+            weights[f"layers.{i}.q_norm"], weights[f"layers.{i}.k_norm"] = attn.q_norm.weight, attn.k_norm.weight
+        weights[f"layers.{i}.qkv"] = pack_linear(attn.qkv_proj.weight, attn.qkv_proj.bias, quantization, report)
+        weights[f"layers.{i}.o"] = pack_linear(attn.o_proj.weight, None, quantization, report)
+        weights[f"layers.{i}.gate_up"] = pack_linear(mlp.gate_up_proj.weight, None, quantization, report)
+        weights[f"layers.{i}.down"] = pack_linear(mlp.down_proj.weight, None, quantization, report)
+    return {k: v if isinstance(v, PackedLinear) else v.detach().float().contiguous() for k, v in weights.items()}, report
 
 
 class FusedLlama:
-    """Owns packed weights and the C records; forward / compute_logits like LlamaForCausalLM."""
+    """Owns the packed weights and the C records; forward / compute_logits like LlamaForCausalLM."""
 
-    def __init__(self, model: LlamaForCausalLM, quantization: str) -> None:
+    def __init__(self, args: LlamaArgs, weights: dict, report: PackingReport) -> None:
         self.ops = load_ops()
         if self.ops is None:
             raise RuntimeError("the CPU kernels are not available")
-        self.args = a = model.args
-        self.report = PackingReport()
-        self.embed = model.embed_tokens.weight.detach().float().contiguous()  # [vocab, hidden]
-        head = model.embed_tokens.weight if model.lm_head is None else model.lm_head.weight
-        self.lm_head = pack_linear(head, None, quantization, self.report)
-        self.rope_cos = model.rope_cos.float().contiguous()  # [max_positions, head_dim]
-        self.rope_sin = model.rope_sin.float().contiguous()
-        self.final_norm = model.norm.weight.detach().float().contiguous()
-        self.layers = [self._pack_layer(layer, quantization) for layer in model.layers]
+        self.args, self.weights, self.report = args, weights, report
+        self.embed = weights["embed"]  # [vocab, hidden] float32
+        self.lm_head: PackedLinear = weights["lm_head"]
+        cos, sin = rotary_cos_sin(args.head_dim, args.max_position_embeddings, args.rope_theta, args.rope_scaling)
+        self.rope_cos, self.rope_sin = cos.contiguous(), sin.contiguous()  # [max_positions, head_dim]
+        self.layer_records = torch.zeros(args.num_layers, self.ops.LAYER_RECORD, dtype=torch.long)
         self.model_record = self._model_record(kv_kind=0)
-        self.layer_records = torch.zeros(a.num_layers, self.ops.LAYER_RECORD, dtype=torch.long)
         self._caches_seen: tuple[int, ...] = ()
         self._work = torch.empty(0)
-        self.scale = a.head_dim**-0.5
-
-    def _pack_layer(self, layer, mode: str) -> dict:
-        attn, mlp = layer.self_attn, layer.mlp
-
-        def vec(t):
-            return None if t is None else t.detach().float().contiguous()
-
-        return {
-            "input_norm": vec(layer.input_layernorm.weight),
-            "post_norm": vec(layer.post_attention_layernorm.weight),
-            "q_norm": vec(attn.q_norm.weight) if attn.q_norm is not None else None,
-            "k_norm": vec(attn.k_norm.weight) if attn.k_norm is not None else None,
-            "qkv": pack_linear(attn.qkv_proj.weight, attn.qkv_proj.bias, mode, self.report),
-            "o": pack_linear(attn.o_proj.weight, None, mode, self.report),
-            "gate_up": pack_linear(mlp.gate_up_proj.weight, None, mode, self.report),
-            "down": pack_linear(mlp.down_proj.weight, None, mode, self.report),
-        }
+        self.scale = args.head_dim**-0.5
 
     def _model_record(self, kv_kind: int) -> torch.Tensor:
         a = self.args
         values = {"num_layers": a.num_layers, "hidden": a.hidden_size, "num_heads": a.num_heads,
                   "num_kv_heads": a.num_kv_heads, "head_dim": a.head_dim, "intermediate": a.intermediate_size,
                   "kv_kind": kv_kind, "rope_cos": ptr(self.rope_cos), "rope_sin": ptr(self.rope_sin),
-                  "final_norm": ptr(self.final_norm)}  # fmt: skip
+                  "final_norm": ptr(self.weights["final_norm"])}  # fmt: skip
         return torch.tensor([values[name] for name in self.ops.MODEL_FIELDS.split()], dtype=torch.long)
 
     def _bind_caches(self, kv_caches: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
@@ -73,12 +77,12 @@ class FusedLlama:
             raise ValueError(f"the CPU kernels need contiguous float32/bfloat16/float16 caches, got {k0.dtype}")
         self.model_record = self._model_record(KV_KINDS[k0.dtype])
         names = self.ops.LAYER_FIELDS.split()
-        for i, (layer, (k_cache, v_cache)) in enumerate(zip(self.layers, kv_caches)):
-            values = {name: ptr(layer.get(name)) for name in names}
+        for i, (k_cache, v_cache) in enumerate(kv_caches):
+            values = {name: ptr(self.weights.get(f"layers.{i}.{name}")) for name in NORMS}
             values.update(k_cache=ptr(k_cache), v_cache=ptr(v_cache))
             row = [values[name] for name in names]
-            for name in ("qkv", "o", "gate_up", "down"):
-                row += linear_args(layer[name])
+            for name in LINEARS:
+                row += linear_args(self.weights[f"layers.{i}.{name}"])
             self.layer_records[i] = torch.tensor(row, dtype=torch.long)
         self._caches_seen = seen
 

@@ -12,7 +12,7 @@ from safetensors.torch import load_file, save_file
 
 from engine import LLM, SamplingParams
 from engine.loader.weights import load_native_model
-from engine.models.llama_fused import FusedLlama
+from engine.models.llama_fused import FusedLlama, pack_native
 from kernels.attention import build_attention_metadata
 from kernels.cpu.ops import load_ops
 from kernels.quant import quantize, reconstruct
@@ -59,7 +59,7 @@ def test_fused_float32_matches_native(tiny_model_factory, arch):
     folder = Path(tiny_model_factory(arch))
     config = json.loads((folder / "config.json").read_text())
     native = load_native_model(folder, config, torch.device("cpu"), torch.float32)
-    fused = FusedLlama(native, "auto")
+    fused = FusedLlama(native.args, *pack_native(native, "auto"))
     assert set(fused.report.kinds) == {"float32"}  # random weights lie on no grid: nothing is rounded
     for a, b, la, lb in _steps(native, fused):
         assert (a - b).abs().max() < 1e-4
@@ -70,7 +70,7 @@ def test_fused_int4_grid_is_exact(tiny_model_factory, tmp_path):
     folder = _on_int4_grid(tiny_model_factory("llama"), tmp_path / "grid")
     config = json.loads((folder / "config.json").read_text())
     native = load_native_model(folder, config, torch.device("cpu"), torch.float32)
-    fused = FusedLlama(native, "auto")
+    fused = FusedLlama(native.args, *pack_native(native, "auto"))
     assert fused.report.kinds["int4"] == 4 * config["num_hidden_layers"] and fused.report.lossy == 0
     for a, b, la, lb in _steps(native, fused):
         assert (la - lb).abs().max() < 1e-4 * la.abs().max()
@@ -79,8 +79,8 @@ def test_fused_int4_grid_is_exact(tiny_model_factory, tmp_path):
 def test_forced_int8_rounds_and_says_so(tiny_model_factory):
     folder = Path(tiny_model_factory("llama"))
     native = load_native_model(folder, json.loads((folder / "config.json").read_text()), torch.device("cpu"), torch.float32)
-    fused = FusedLlama(native, "int8")
-    assert set(fused.report.kinds) == {"int8"} and fused.report.lossy == len(fused.layers) * 4 + 1
+    fused = FusedLlama(native.args, *pack_native(native, "int8"))
+    assert set(fused.report.kinds) == {"int8"} and fused.report.lossy == fused.args.num_layers * 4 + 1
     assert "rounded" in fused.report.summary()
 
 
@@ -93,3 +93,25 @@ def test_greedy_generation_matches_the_torch_path(tiny_model_factory):
         assert ("fused" in llm.info.summary) == kernels_on
         outs[kernels_on] = [o.token_ids for o in llm.generate(prompts, params)]
     assert outs[True] == outs[False]
+
+
+def test_packed_weights_reload_from_disk(tiny_model_factory, tmp_path):
+    from engine.loader import packed_cache
+    from engine.loader.weights import load_fused_model
+
+    folder = Path(tiny_model_factory("qwen3"))
+    config = json.loads((folder / "config.json").read_text())
+    assert not load_fused_model(folder, config, "int4", tmp_path).weights is None
+    assert not packed_cache.cache_path(tmp_path, folder, "int4").exists()  # too small to be worth a file
+    first = load_fused_model(folder, config, "int4", tmp_path, cache_min_bytes=0)
+    saved = packed_cache.cache_path(tmp_path, folder, "int4")
+    assert saved.is_file()
+    second = load_fused_model(folder, config, "int4", tmp_path, cache_min_bytes=0)  # from the file
+    assert second.report.summary() == first.report.summary()
+    for name, value in first.weights.items():
+        other = second.weights[name]
+        pairs = [(getattr(value, f), getattr(other, f)) for f in ("data", "scales", "mins", "bias")] if hasattr(value, "kind") else [(value, other)]
+        assert all((a is None and b is None) or torch.equal(a, b) for a, b in pairs), name
+    saved.write_bytes(b"not a safetensors file")
+    assert packed_cache.load(saved) is None  # a broken file is rebuilt, not fatal
+    assert load_fused_model(folder, config, "int4", tmp_path, cache_min_bytes=0).report.summary() == first.report.summary()
