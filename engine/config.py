@@ -31,6 +31,7 @@ class EngineConfig:
     device: str | None = None  # None: cuda when torch sees a GPU, else cpu
     dtype: str | None = None  # None (auto): bfloat16 on cuda and on CPUs with BF16 units, else float32
     num_threads: int | None = None  # torch intra-op threads in the core process (None: all usable cores)
+    kv_cache_dtype: str | None = None  # None (auto): the model's dtype; another needs the CPU kernels
     quantization: str = "auto"  # linear weights: auto (exact int4/int8 grids), none, int8, int4 (lossy)
     cpu_kernels: bool = True  # the C kernels on CPU (fused decoder stack, paged attention); False: torch only
     cache_dir: Path = field(default_factory=default_cache_dir)
@@ -51,6 +52,8 @@ class EngineConfig:
             raise ValueError(f"dtype must be float32, bfloat16 or float16, got {self.dtype!r}")
         if not self.grammar_compile_timeout > 0:
             raise ValueError(f"grammar_compile_timeout must be > 0, got {self.grammar_compile_timeout}")
+        if self.kv_cache_dtype not in (None, "float32", "bfloat16", "float16"):
+            raise ValueError(f"kv_cache_dtype must be float32, bfloat16 or float16, got {self.kv_cache_dtype!r}")
         if self.quantization not in ("auto", "none", "int8", "int4"):
             raise ValueError(f"quantization must be auto, none, int8 or int4, got {self.quantization!r}")
         if self.num_threads is not None and self.num_threads < 1:

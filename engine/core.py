@@ -67,16 +67,19 @@ class EngineCore:
         loaded = load_model(files.folder, files.config, device, dtype, config.model_impl, config.quantization,
                             config.cpu_kernels, config.cache_dir)  # fmt: skip
         model = loaded.model
-        num_blocks = _num_blocks(config, model.kv_shape, dtype)
+        kv_name = config.kv_cache_dtype if loaded.use_cpu_kernels and config.kv_cache_dtype else dtype_name
+        kv_dtype = _DTYPES[kv_name]  # the torch path reads the cache in the model's dtype only
+        num_blocks = _num_blocks(config, model.kv_shape, kv_dtype)
         max_len = min(config.max_model_len or model.max_position_embeddings, num_blocks * config.block_size)
         self.kv = KVCacheManager(num_blocks, config.block_size, config.enable_prefix_caching)
         self.scheduler = Scheduler(self.kv, config.max_num_seqs, config.max_num_batched_tokens, max_len)
         self.runner = ModelRunner(model, num_blocks, config.block_size, config.max_num_seqs, max_len,
-                                  eos_token_ids(files.folder, files.config), device, dtype,
+                                  eos_token_ids(files.folder, files.config), device, kv_dtype,
                                   loaded.use_cpu_kernels)  # fmt: skip
         summary = (f"{loaded.impl}; {loaded.note + '; ' if loaded.note else ''}dtype {dtype_name}"
                    f"{' (auto)' if config.dtype is None else ''}; {num_threads or 'default'} threads; "
-                   f"{num_blocks} KV blocks; resident {hardware.resident_mib():.0f} MiB; {hardware.describe(device)}")  # fmt: skip
+                   f"{num_blocks} KV blocks of {config.block_size} ({kv_name}); resident {hardware.resident_mib():.0f} MiB; "
+                   f"{hardware.describe(device)}")  # fmt: skip
         log.info("engine: %s", summary)
         self.info = ModelInfo(files.name, str(files.folder), max_len, model.vocab_size,
                               eos_token_ids(files.folder, files.config), num_blocks, summary)  # fmt: skip

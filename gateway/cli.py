@@ -34,6 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--device", default=None)
     serve.add_argument("--dtype", default=None, choices=["auto", "float32", "bfloat16", "float16"],
                        help="auto (default): bfloat16 on CUDA and on CPUs with BF16 units, else float32; on CPU with the C kernels, the KV cache's dtype")
+    serve.add_argument("--kv-cache-dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"],
+                       help="KV cache elements (auto: the model dtype); another dtype needs the CPU kernels")
     serve.add_argument("--quantization", default="auto", choices=["auto", "none", "int8", "int4"],
                        help="linear weights on CPU: auto (default) serves int4/int8 where the weights lie exactly on such a grid (a GGUF's Q4_1/Q8_0), float32 elsewhere; int8/int4 force a grid (lossy)")
     serve.add_argument("--no-cpu-kernels", action="store_true", help="run the torch reference path instead of the C kernels on CPU")
@@ -69,6 +71,7 @@ def _engine_config(args: argparse.Namespace):
         enable_prefix_caching=not args.no_prefix_caching,
         device=args.device,
         dtype=None if args.dtype == "auto" else args.dtype,
+        kv_cache_dtype=None if args.kv_cache_dtype == "auto" else args.kv_cache_dtype,
         quantization=args.quantization,
         cpu_kernels=not args.no_cpu_kernels,
         model_impl=args.model_impl,

@@ -33,7 +33,7 @@ class ModelRunner:
     """Owns the model, the KV cache tensors and the request slots; called by the engine core."""
 
     def __init__(self, model, num_blocks: int, block_size: int, max_num_reqs: int, max_model_len: int,
-                 eos_token_ids: list[int], device: torch.device, dtype: torch.dtype,
+                 eos_token_ids: list[int], device: torch.device, kv_dtype: torch.dtype,
                  use_cpu_kernels: bool = False) -> None:  # fmt: skip
         self.model = model
         self.use_cpu_kernels = use_cpu_kernels
@@ -43,7 +43,7 @@ class ModelRunner:
         num_layers, num_kv_heads, head_dim = model.kv_shape
         shape = (num_blocks * block_size, num_kv_heads, head_dim)
         self.kv_caches = [
-            (torch.zeros(shape, dtype=dtype, device=device), torch.zeros(shape, dtype=dtype, device=device))
+            (torch.zeros(shape, dtype=kv_dtype, device=device), torch.zeros(shape, dtype=kv_dtype, device=device))
             for _ in range(num_layers)
         ]
         self.slots = RequestSlots(max_num_reqs, max_model_len, -(-max_model_len // block_size))

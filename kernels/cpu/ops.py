@@ -45,8 +45,7 @@ def linear(x: torch.Tensor, w: PackedLinear, out: torch.Tensor | None = None) ->
         raise ValueError(f"linear: input has {x.shape[1]} features, the weight {w.k}")
     m = x.shape[0]
     out = torch.empty(m, w.n) if out is None else out
-    scratch = torch.empty(m * (w.k // 32) + 1) if w.kind == "int4" else None
-    load_ops().linear(*linear_args(w), ptr(x), m, x.stride(0), ptr(out), out.stride(0), ptr(scratch), 0)
+    load_ops().linear(*linear_args(w), ptr(x), m, x.stride(0), ptr(out), out.stride(0), 0)
     return out
 
 

@@ -40,7 +40,13 @@ static inline void store_row(void *base, int kind, int64_t index, int64_t d, con
         memcpy((float *)base + index * d, in, (size_t)d * sizeof(float));
     } else {
         uint16_t *dst = (uint16_t *)base + index * d;
-        for (int64_t i = 0; i < d; i++) dst[i] = kind == KV_BF16 ? f32_to_bf16(in[i]) : f32_to_f16(in[i]);
+        int64_t i = 0;
+#if defined(HAVE_AVX2) && defined(__F16C__)
+        if (kind == KV_F16)
+            for (; i + 8 <= d; i += 8)
+                _mm_storeu_si128((__m128i *)(dst + i), _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT));
+#endif
+        for (; i < d; i++) dst[i] = kind == KV_BF16 ? f32_to_bf16(in[i]) : f32_to_f16(in[i]);
     }
 }
 
@@ -83,12 +89,14 @@ static inline void axpy(float *y, float a, const float *x, int64_t d) { /* y += 
     for (; i < d; i++) y[i] += a * x[i];
 }
 
-/* s[j] = exp(s[j] - shift) in place; -inf entries become exactly 0. */
+/* s[j] = exp(s[j] - shift) in place; -inf entries become exactly 0. Every entry takes the
+ * vector path (s has room for n rounded up to 8), so a key's weight does not depend on n. */
 static inline void exp_shifted(float *s, int64_t n, float shift) {
     int64_t j = 0;
 #ifdef HAVE_AVX2
     const __m256 vs = _mm256_set1_ps(shift), ninf = _mm256_set1_ps(-INFINITY);
-    for (; j + 8 <= n; j += 8) {
+    for (int64_t i = n; i % 8; i++) s[i] = -INFINITY;
+    for (; j < n; j += 8) {
         __m256 x = _mm256_loadu_ps(s + j);
         __m256 keep = _mm256_cmp_ps(x, ninf, _CMP_NEQ_OQ);
         _mm256_storeu_ps(s + j, _mm256_and_ps(exp_ps(_mm256_sub_ps(x, vs)), keep));
@@ -99,6 +107,60 @@ static inline void exp_shifted(float *s, int64_t n, float shift) {
 
 static inline void scale_row(float *y, float a, int64_t d) {
     for (int64_t i = 0; i < d; i++) y[i] *= a;
+}
+
+#ifdef HAVE_AVX2
+/* s[j] = q . k_j * scale for the chunk's keys, q held in registers (D a multiple of 8). */
+static inline __attribute__((always_inline)) void
+scores_d(const float *q, const float *kbuf, int64_t nj, float scale, float *s, const int D) {
+    __m256 qv[D / 8];
+    for (int i = 0; i < D / 8; i++) qv[i] = _mm256_loadu_ps(q + 8 * i);
+    for (int64_t j = 0; j < nj; j++) {
+        const float *k = kbuf + j * D;
+        __m256 a0 = _mm256_mul_ps(qv[0], _mm256_loadu_ps(k)), a1 = _mm256_mul_ps(qv[1], _mm256_loadu_ps(k + 8));
+        for (int i = 2; i < D / 8; i += 2) {
+            a0 = _mm256_fmadd_ps(qv[i], _mm256_loadu_ps(k + 8 * i), a0);
+            a1 = _mm256_fmadd_ps(qv[i + 1], _mm256_loadu_ps(k + 8 * i + 8), a1);
+        }
+        a0 = _mm256_add_ps(a0, a1);
+        __m128 h = _mm_add_ps(_mm256_castps256_ps128(a0), _mm256_extractf128_ps(a0, 1));
+        h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+        h = _mm_add_ss(h, _mm_movehdup_ps(h));
+        s[j] = _mm_cvtss_f32(h) * scale;
+    }
+}
+
+/* acc = acc * corr + sum_j p[j] v_j, acc held in registers (D a multiple of 16, <= 128). */
+static inline __attribute__((always_inline)) void
+accumulate_d(float *acc, float corr, const float *p, const float *vbuf, int64_t nj, const int D) {
+    __m256 o[D / 8];
+    const __m256 c = _mm256_set1_ps(corr);
+    for (int i = 0; i < D / 8; i++) o[i] = _mm256_mul_ps(_mm256_loadu_ps(acc + 8 * i), c);
+    for (int64_t j = 0; j < nj; j++) {
+        if (p[j] == 0.f) continue;
+        const __m256 pj = _mm256_set1_ps(p[j]);
+        for (int i = 0; i < D / 8; i++) o[i] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(vbuf + j * D + 8 * i), o[i]);
+    }
+    for (int i = 0; i < D / 8; i++) _mm256_storeu_ps(acc + 8 * i, o[i]);
+}
+#endif
+
+static void chunk_scores(const float *q, const float *kbuf, int64_t nj, int64_t d, float scale, float *s) {
+#ifdef HAVE_AVX2
+    if (d == 64) { scores_d(q, kbuf, nj, scale, s, 64); return; }
+    if (d == 128) { scores_d(q, kbuf, nj, scale, s, 128); return; }
+#endif
+    for (int64_t j = 0; j < nj; j++) s[j] = dot(q, kbuf + j * d, d) * scale;
+}
+
+static void chunk_accumulate(float *acc, float corr, const float *p, const float *vbuf, int64_t nj, int64_t d) {
+#ifdef HAVE_AVX2
+    if (d == 64) { accumulate_d(acc, corr, p, vbuf, nj, 64); return; }
+    if (d == 128) { accumulate_d(acc, corr, p, vbuf, nj, 128); return; }
+#endif
+    scale_row(acc, corr, d);
+    for (int64_t j = 0; j < nj; j++)
+        if (p[j] != 0.f) axpy(acc, p[j], vbuf + j * d, d);
 }
 
 typedef struct {
@@ -122,7 +184,9 @@ static void attend_item(const attn_args *a, int64_t r, int64_t h_kv, int64_t t0,
     const int64_t q_start = mt->query_start[r], q_len = mt->query_start[r + 1] - q_start;
     const int64_t ctx = mt->seq_lens[r] - q_len, pos0 = ctx + t0; /* position of the tile's first token */
     const int64_t last = pos0 + nt - 1, win = mt->sliding_window;
-    const int64_t first = win > 0 && pos0 - win + 1 > 0 ? pos0 - win + 1 : 0; /* first key any token sees */
+    /* chunks start at multiples of CHUNK whatever the tile, so a token's arithmetic does not
+     * depend on which tile or step it is computed in (batch invariance) */
+    const int64_t first = (win > 0 && pos0 - win + 1 > 0 ? pos0 - win + 1 : 0) / CHUNK * CHUNK;
     const int64_t *table = mt->block_tables + r * mt->max_blocks, bs = mt->block_size;
     const int64_t stride = a->num_kv_heads; /* cache rows per slot */
     for (int64_t i = 0; i < nrow; i++) {
@@ -143,24 +207,20 @@ static void attend_item(const attn_args *a, int64_t r, int64_t h_kv, int64_t t0,
                 const int64_t row = t * group + g;
                 const float *qv = a->q + (q_start + t0 + t) * a->ldq + (h_kv * group + g) * d;
                 float mx = w->m[row], *s = w->s;
+                chunk_scores(qv, w->kbuf, nj, d, a->scale, s);
                 int64_t n_ok = 0;
                 for (int64_t j = 0; j < nj; j++) {
                     const int64_t pos = j0 + j;
                     if (pos > pos_t || pos < lo) { s[j] = -INFINITY; continue; }
-                    s[j] = dot(qv, w->kbuf + j * d, d) * a->scale;
                     if (s[j] > mx) mx = s[j];
                     n_ok++;
                 }
                 if (n_ok == 0) continue;
                 const float corr = expf(w->m[row] - mx); /* 0 on the first chunk (m = -inf) */
-                float *acc = w->acc + row * d;
                 exp_shifted(s, nj, mx); /* s[j] = exp(s[j] - mx), 0 where masked */
                 float sum = 0.f;
-                scale_row(acc, corr, d);
-                for (int64_t j = 0; j < nj; j++) {
-                    sum += s[j];
-                    if (s[j] != 0.f) axpy(acc, s[j], w->vbuf + j * d, d);
-                }
+                for (int64_t j = 0; j < nj; j++) sum += s[j];
+                chunk_accumulate(w->acc + row * d, corr, s, w->vbuf, nj, d);
                 w->l[row] = w->l[row] * corr + sum;
                 w->m[row] = mx;
             }

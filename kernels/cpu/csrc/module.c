@@ -28,14 +28,14 @@ static int parse(PyObject *const *args, Py_ssize_t nargs, const char *fmt, int64
 #define P(i, type) ((type)(intptr_t)iv[i])
 
 static PyObject *py_linear(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    /* kind, n, k, data, scales, mins, bias, x, m, ldx, out, ldo, scratch, accumulate */
-    int64_t iv[14];
-    double fv[14];
-    if (parse(args, nargs, "iiiiiiiiiiiiii", iv, fv)) return NULL;
+    /* kind, n, k, data, scales, mins, bias, x, m, ldx, out, ldo, accumulate */
+    int64_t iv[13];
+    double fv[13];
+    if (parse(args, nargs, "iiiiiiiiiiiii", iv, fv)) return NULL;
     packed_linear w = {(int)iv[0], iv[1], iv[2], P(3, const void *), P(4, const uint16_t *), P(5, const uint16_t *),
                        P(6, const float *)};
     Py_BEGIN_ALLOW_THREADS
-    linear_packed(&w, P(7, const float *), iv[8], iv[9], P(10, float *), iv[11], P(12, float *), (int)iv[13]);
+    linear_packed(&w, P(7, const float *), iv[8], iv[9], P(10, float *), iv[11], (int)iv[12]);
     Py_END_ALLOW_THREADS
     Py_RETURN_NONE;
 }

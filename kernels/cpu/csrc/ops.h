@@ -4,10 +4,9 @@
 
 #include "common.h"
 
-/* out[m, n] = x[m, k] @ W^T (+ bias), or out += that when `accumulate`; scratch: m * (k / GROUP)
- * floats (int4's group sums). */
+/* out[m, n] = x[m, k] @ W^T (+ bias), or out += that when `accumulate`. */
 void linear_packed(const packed_linear *w, const float *x, int64_t m, int64_t ldx, float *out, int64_t ldo,
-                   float *scratch, int accumulate);
+                   int accumulate);
 
 void rms_norm(const float *x, int64_t ldx, const float *weight, float eps, int64_t rows, int64_t h, float *out,
               int64_t ldo);

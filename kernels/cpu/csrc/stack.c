@@ -17,12 +17,11 @@ static packed_linear linear_at(const int64_t *rec) {
 
 #define PTR(rec, field) ((const float *)(intptr_t)(rec)[field])
 
-/* Floats of workspace stack_forward needs for `tokens` tokens (h, qkv, attn, gate_up, act, sums). */
+/* Floats of workspace stack_forward needs for `tokens` tokens (h, qkv, attn, gate_up, act). */
 int64_t stack_workspace(const int64_t *model, int64_t tokens) {
     const int64_t q = model[M_HEADS] * model[M_HEAD_DIM], kv = model[M_KV_HEADS] * model[M_HEAD_DIM];
     const int64_t hidden = model[M_HIDDEN], inter = model[M_INTER];
-    const int64_t widest = hidden > inter ? (hidden > q ? hidden : q) : (inter > q ? inter : q);
-    return tokens * (hidden + (q + 2 * kv) + q + 2 * inter + inter + widest / GROUP + 1);
+    return tokens * (hidden + (q + 2 * kv) + q + 2 * inter + inter);
 }
 
 void stack_forward(const int64_t *model, const int64_t *layers, float *x, float *out, int64_t tokens,
@@ -31,7 +30,7 @@ void stack_forward(const int64_t *model, const int64_t *layers, float *x, float 
     const int64_t hd = model[M_HEAD_DIM], inter = model[M_INTER];
     const int64_t q = heads * hd, kv = kv_heads * hd, wqkv = q + 2 * kv;
     float *h = work, *qkv = h + tokens * hidden, *attn = qkv + tokens * wqkv, *gu = attn + tokens * q;
-    float *act = gu + tokens * 2 * inter, *sums = act + tokens * inter;
+    float *act = gu + tokens * 2 * inter;
     for (int64_t l = 0; l < model[M_LAYERS]; l++) {
         const int64_t *rec = layers + l * L_NUM;
         packed_linear w_qkv = linear_at(rec + L_QKV), w_o = linear_at(rec + L_O);
@@ -39,7 +38,7 @@ void stack_forward(const int64_t *model, const int64_t *layers, float *x, float 
         kv_layer cache = {(int)model[M_KV_KIND], (void *)(intptr_t)rec[L_K_CACHE], (void *)(intptr_t)rec[L_V_CACHE]};
 
         rms_norm(x, hidden, PTR(rec, L_INPUT_NORM), eps, tokens, hidden, h, hidden);
-        linear_packed(&w_qkv, h, tokens, hidden, qkv, wqkv, sums, 0);
+        linear_packed(&w_qkv, h, tokens, hidden, qkv, wqkv, 0);
         if (rec[L_Q_NORM]) {
             head_norm(qkv, wqkv, tokens, heads, hd, PTR(rec, L_Q_NORM), eps);
             head_norm(qkv + q, wqkv, tokens, kv_heads, hd, PTR(rec, L_K_NORM), eps);
@@ -47,12 +46,12 @@ void stack_forward(const int64_t *model, const int64_t *layers, float *x, float 
         rotary(qkv, wqkv, tokens, heads + kv_heads, hd, positions, PTR(model, M_COS), PTR(model, M_SIN));
         kv_write(&cache, qkv + q, qkv + q + kv, wqkv, meta->slot_mapping, tokens, kv_heads, hd);
         paged_attention(qkv, wqkv, attn, heads, kv_heads, hd, scale, &cache, meta);
-        linear_packed(&w_o, attn, tokens, q, x, hidden, sums, 1);
+        linear_packed(&w_o, attn, tokens, q, x, hidden, 1);
 
         rms_norm(x, hidden, PTR(rec, L_POST_NORM), eps, tokens, hidden, h, hidden);
-        linear_packed(&w_gu, h, tokens, hidden, gu, 2 * inter, sums, 0);
+        linear_packed(&w_gu, h, tokens, hidden, gu, 2 * inter, 0);
         silu_mul(gu, tokens, inter, act);
-        linear_packed(&w_down, act, tokens, inter, x, hidden, sums, 1);
+        linear_packed(&w_down, act, tokens, inter, x, hidden, 1);
     }
     rms_norm(x, hidden, PTR(model, M_FINAL_NORM), eps, tokens, hidden, out, hidden);
 }
