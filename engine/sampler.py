@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import torch
 
+from kernels import argmax
+
 _GREEDY_EPS = 1e-5
 
 
@@ -128,7 +130,7 @@ def sample(logits: torch.Tensor, batch: SamplingBatch) -> SamplerOutput:
     raw = logits.clone() if any(n is not None for n in batch.num_logprobs) else logits
     logits = _process(logits, batch)
     greedy = batch.temperature < _GREEDY_EPS  # [num_rows]
-    token_ids = logits.argmax(dim=-1)
+    token_ids = argmax(logits)
     if not bool(greedy.all()):
         temps = torch.where(greedy, 1.0, batch.temperature).unsqueeze(1)
         probs = _filter(logits / temps, batch).softmax(dim=-1)

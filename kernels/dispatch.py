@@ -15,6 +15,14 @@ def cpu_kernels_available() -> bool:
     return cpu_ops.load_ops() is not None
 
 
+def argmax(logits: torch.Tensor) -> torch.Tensor:
+    """The first index of each row's largest value: [rows, n] -> [rows] int64."""
+    if (logits.device.type == "cpu" and logits.dtype == torch.float32 and logits.dim() == 2 and logits.stride(1) == 1
+            and cpu_kernels_available()):  # fmt: skip
+        return cpu_ops.argmax(logits)
+    return logits.argmax(dim=-1)
+
+
 def paged_attention(
     query: torch.Tensor,  # [num_tokens, num_heads, head_dim]
     k_cache: torch.Tensor,  # [num_blocks * block_size, num_kv_heads, head_dim]

@@ -58,22 +58,27 @@ class ModelRunner:
             if slot is not None:
                 self.slots.append_blocks(slot, block_ids)
 
-    def _gather(self, plan: SchedulerOutput, idx: torch.Tensor):
-        num_sched = torch.tensor(plan.num_scheduled_tokens)  # [num_reqs]
-        num_computed = torch.tensor(plan.num_computed_tokens)  # [num_reqs]
-        query_start = torch.cumsum(num_sched, 0) - num_sched  # [num_reqs]
-        token_slot = torch.repeat_interleave(idx, num_sched)  # [num_tokens]
-        offsets = torch.arange(int(num_sched.sum())) - torch.repeat_interleave(query_start - num_computed, num_sched)
-        positions = offsets  # [num_tokens]
-        input_ids = self.slots.token_ids[token_slot, positions]  # [num_tokens]
+    def _gather(self, plan: SchedulerOutput, slots: list[int]):
+        """The step's flat inputs, read from the slots' lists (a few list ops per request)."""
         bs = self.block_size
-        slot_mapping = self.slots.block_table[token_slot, positions // bs] * bs + positions % bs  # [num_tokens]
-        seq_lens = (num_computed + num_sched).tolist()
-        block_tables = self.slots.block_table[idx].to(self.device)  # [num_reqs, max_blocks]
-        meta = build_attention_metadata(plan.num_scheduled_tokens, seq_lens, block_tables, slot_mapping.to(self.device), bs,
-                                        self.use_cpu_kernels)  # fmt: skip
-        last_rows = (query_start + num_sched - 1).tolist()
-        return input_ids.to(self.device), positions.to(self.device), meta, seq_lens, last_rows
+        input_ids: list[int] = []
+        positions: list[int] = []
+        slot_mapping: list[int] = []
+        seq_lens, last_rows = [], []
+        for slot, num_new, start in zip(slots, plan.num_scheduled_tokens, plan.num_computed_tokens):
+            end = start + num_new
+            blocks = self.slots.block_lists[slot]
+            input_ids += self.slots.token_lists[slot][start:end]
+            positions += range(start, end)
+            slot_mapping += [blocks[p // bs] * bs + p % bs for p in range(start, end)]
+            seq_lens.append(end)
+            last_rows.append(len(input_ids) - 1)
+        max_blocks = max(-(-n // bs) for n in seq_lens)
+        block_tables = self.slots.block_table.index_select(0, torch.tensor(slots))[:, :max_blocks]  # [num_reqs, max_blocks]
+        meta = build_attention_metadata(plan.num_scheduled_tokens, seq_lens, block_tables.to(self.device),
+                                        torch.tensor(slot_mapping, device=self.device), bs, self.use_cpu_kernels)  # fmt: skip
+        ids = torch.tensor(input_ids, device=self.device)  # [num_tokens]
+        return ids, torch.tensor(positions, device=self.device), meta, seq_lens, last_rows
 
     def _sampling_batch(self, slots: list[int], allowed_mask) -> SamplingBatch:
         s = self.slots
@@ -110,7 +115,7 @@ class ModelRunner:
         if not plan.req_ids:
             return StepResult({}, {})
         slots = [self.slots.slot_of[r] for r in plan.req_ids]
-        input_ids, positions, meta, seq_lens, last_rows = self._gather(plan, torch.tensor(slots))
+        input_ids, positions, meta, seq_lens, last_rows = self._gather(plan, slots)
         hidden = self.model(input_ids, positions, self.kv_caches, meta)  # [num_tokens, hidden]
         prompt_logprobs = self._prompt_logprobs(plan, slots, hidden)
         rows = [i for i, slot in enumerate(slots) if seq_lens[i] == self.slots.num_tokens[slot]]

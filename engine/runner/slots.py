@@ -25,6 +25,10 @@ class RequestSlots:
         self.num_tokens = [0] * max_num_reqs
         self.num_prompt_tokens = [0] * max_num_reqs
         self.num_blocks = [0] * max_num_reqs
+        # the same tokens and blocks as Python lists: a step's inputs are gathered from these
+        # without a tensor op per field (a decode step's host time is the cost at batch 1)
+        self.token_lists: list[list[int]] = [[] for _ in range(max_num_reqs)]
+        self.block_lists: list[list[int]] = [[] for _ in range(max_num_reqs)]
         self.params: list[SamplingParams | None] = [None] * max_num_reqs
         self.stop_ids: list[list[int] | None] = [None] * max_num_reqs
         self.slot_of: dict[str, int] = {}
@@ -35,9 +39,11 @@ class RequestSlots:
         self.slot_of[new.request_id] = slot
         num = len(new.token_ids)
         self.token_ids[slot, :num] = torch.tensor(new.token_ids, dtype=torch.long)
+        self.token_lists[slot] = list(new.token_ids)
         self.num_tokens[slot] = num
         self.num_prompt_tokens[slot] = new.num_prompt_tokens
         self.num_blocks[slot] = 0
+        self.block_lists[slot] = []
         self.append_blocks(slot, new.block_ids)
         params: SamplingParams = new.params
         self.params[slot] = params
@@ -53,6 +59,7 @@ class RequestSlots:
             start = self.num_blocks[slot]
             self.block_table[slot, start : start + len(block_ids)] = torch.tensor(block_ids, dtype=torch.long)
             self.num_blocks[slot] = start + len(block_ids)
+            self.block_lists[slot].extend(block_ids)
 
     def remove(self, request_id: str) -> None:
         slot = self.slot_of.pop(request_id, None)
@@ -64,8 +71,9 @@ class RequestSlots:
         """Writes one sampled token per slot, in one tensor write."""
         columns = [self.num_tokens[slot] for slot in slots]
         self.token_ids[slots, columns] = torch.tensor(token_ids, dtype=torch.long)
-        for slot in slots:
+        for slot, token_id in zip(slots, token_ids):
             self.num_tokens[slot] += 1
+            self.token_lists[slot].append(token_id)
 
     def penalty_tokens(self, slot: int) -> tuple[torch.Tensor, torch.Tensor]:
         """(prompt ids, output ids so far) of the request in `slot`."""

@@ -49,6 +49,14 @@ def linear(x: torch.Tensor, w: PackedLinear, out: torch.Tensor | None = None) ->
     return out
 
 
+def argmax(logits: torch.Tensor) -> torch.Tensor:
+    """logits [rows, n] float32 -> [rows] int64, the same as torch.argmax(logits, dim=-1)."""
+    _check_rows(logits, "argmax input")
+    out = torch.empty(logits.shape[0], dtype=torch.long)
+    load_ops().argmax(ptr(logits), logits.shape[0], logits.shape[1], logits.stride(0), ptr(out))
+    return out
+
+
 def meta_args(meta) -> tuple[int, ...]:
     """The eight integers of an AttentionMetadata for C (META_FMT order in module.c)."""
     return (len(meta.seq_lens), ptr(meta.query_start), ptr(meta.seq_lens_t), ptr(meta.block_tables),

@@ -46,3 +46,16 @@ def test_kv_write_converts_and_skips_padding(cpu_ops, dtype):
     assert torch.equal(k_cache[5], k[0].view(2, 8).to(dtype))
     assert torch.equal(v_cache[30], v[2].view(2, 8).to(dtype))
     assert k_cache[[i for i in range(32) if i not in (5, 30)]].abs().sum() == 0
+
+
+@pytest.mark.parametrize("rows,n", [(1, 5), (1, 49152), (3, 17), (64, 1000)])
+def test_argmax_matches_torch(cpu_ops, rows, n):
+    from kernels.cpu.ops import argmax
+
+    x = torch.randn(rows, n)
+    x[0, n // 2] = x[0, n - 1] = x[0].max() + 1  # ties: the first index wins
+    assert torch.equal(argmax(x), x.argmax(-1))
+    x[-1, 3 % n] = float("nan")
+    assert torch.equal(argmax(x), x.argmax(-1))
+    wide = torch.randn(rows, n + 7)[:, :n]  # rows with a stride
+    assert torch.equal(argmax(wide), wide.argmax(-1))

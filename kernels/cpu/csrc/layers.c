@@ -68,3 +68,39 @@ void silu_mul(const float *gu, int64_t rows, int64_t inter, float *out) {
         for (; i < inter; i++) o[i] = g[i] / (1.f + expf(-g[i])) * u[i];
     }
 }
+
+/* out[r] = the first index of the largest of x[r, :n] (rows ld floats apart), as torch.argmax. */
+void argmax_rows(const float *x, int64_t rows, int64_t n, int64_t ld, int64_t *out) {
+#pragma omp parallel for schedule(static) if (rows * n >= 4 * PAR_MIN)
+    for (int64_t r = 0; r < rows; r++) {
+        const float *v = x + r * ld;
+        int64_t i = 0, best = 0;
+        float top = v[0];
+#ifdef HAVE_AVX2
+        if (n >= 8) { /* the largest value first, then its first position; NaNs go the scalar way */
+            __m256 m = _mm256_loadu_ps(v), nan = _mm256_cmp_ps(m, m, _CMP_UNORD_Q);
+            for (i = 8; i + 8 <= n; i += 8) {
+                __m256 x = _mm256_loadu_ps(v + i);
+                nan = _mm256_or_ps(nan, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+                m = _mm256_max_ps(m, x);
+            }
+            int has_nan = _mm256_movemask_ps(nan) != 0;
+            for (int64_t t = i; t < n; t++) has_nan |= v[t] != v[t];
+            if (!has_nan) {
+                float lanes[8];
+                _mm256_storeu_ps(lanes, m);
+                top = lanes[0];
+                for (int l = 1; l < 8; l++) top = lanes[l] > top ? lanes[l] : top;
+                for (; i < n; i++) top = v[i] > top ? v[i] : top;
+                for (best = 0; v[best] != top; best++) {}
+                out[r] = best;
+                continue;
+            }
+            top = v[0];
+        }
+#endif
+        for (i = 1; i < n; i++)
+            if (v[i] > top || (v[i] != v[i] && top == top)) { top = v[i]; best = i; } /* NaN wins, as in torch */
+        out[r] = best;
+    }
+}

@@ -73,6 +73,17 @@ static PyObject *py_silu_mul(PyObject *self, PyObject *const *args, Py_ssize_t n
     Py_RETURN_NONE;
 }
 
+static PyObject *py_argmax(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    /* x, rows, n, ld, out */
+    int64_t iv[5];
+    double fv[5];
+    if (parse(args, nargs, "iiiii", iv, fv)) return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    argmax_rows(P(0, const float *), iv[1], iv[2], iv[3], P(4, int64_t *));
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_kv_write(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     /* kv_kind, k_cache, v_cache, k, v, ldkv, slots, num_tokens, num_kv_heads, head_dim */
     int64_t iv[10];
@@ -132,6 +143,7 @@ static PyMethodDef methods[] = {
     FASTCALL("rms_norm", py_rms_norm, "RMSNorm of rows"),
     FASTCALL("rotary", py_rotary, "rotate-half rotary embedding in place"),
     FASTCALL("silu_mul", py_silu_mul, "SiLU(gate) * up"),
+    FASTCALL("argmax", py_argmax, "first index of each row's largest value"),
     FASTCALL("kv_write", py_kv_write, "write K/V rows into cache slots"),
     FASTCALL("attention", py_attention, "paged causal attention"),
     FASTCALL("stack_workspace", py_stack_workspace, "workspace floats for stack_forward"),
