@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 from aiohttp import web
 
-from gateway import routes_misc
+from gateway import routes_misc, routes_playground
 from gateway.engine_pool import EnginePool
 from gateway.errors import ApiError, error_middleware
 from gateway.metrics import GatewayMetrics, metrics_middleware
@@ -25,12 +25,12 @@ _OPEN_PATHS = ("/health", "/metrics")
 
 
 def auth_middleware(api_key: str):
-    """Requires `Authorization: Bearer <api_key>` on every route except health and metrics."""
+    """Requires `Authorization: Bearer <api_key>` on every route except health, metrics and the playground page."""
     expected = f"Bearer {api_key}".encode()
 
     @web.middleware
     async def middleware(request: web.Request, handler) -> web.StreamResponse:
-        if request.path not in _OPEN_PATHS:
+        if request.path not in _OPEN_PATHS and not routes_playground.is_public(request.path):
             given = request.headers.get("Authorization", "").encode()
             if not hmac.compare_digest(given, expected):
                 raise ApiError(401, "Incorrect API key provided.", code="invalid_api_key")
@@ -74,5 +74,6 @@ def create_app(
     app.router.add_post("/v1/chat/completions", chat_completions)
     app.router.add_post("/v1/completions", completions)
     routes_misc.add_routes(app)
+    routes_playground.add_routes(app)
     app.cleanup_ctx.append(_engine_context(start_pool, on_ready))
     return app

@@ -1,0 +1,79 @@
+"""Test-only launcher: the real gateway app (gateway.app.create_app) over the scripted fake engine.
+
+The browser tests need replies a random model cannot write: a reasoning trace, a tool call, an answer
+to a tool result, a long slow stream to stop. Run as
+`python -m tests.e2e.playground_server --port N --tokenizer DIR [--api-key KEY]`; it prints
+"Serving model ..." when ready, like `python -m gateway serve`, and stops on SIGINT.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+from aiohttp import web
+
+from gateway.app import create_app
+from gateway.chat_output import ParserConfig
+from gateway.engine_pool import EnginePool
+from gateway.state import GatewaySettings, Services
+from schemas.engine import SamplingParams
+from tests.gateway.fake_engine import FakeLLM
+
+CALL = ["<think>", "The user asks", " about the weather.", " I should call", " get_weather.", "</think>",
+        "<tool_call>", '{"name": "get_weather", ', '"arguments": {', '"city": ', '"Par', 'is", ', '"unit": ',
+        '"celsius"}}', "</tool_call>"]
+ANSWER = ["<think>", "The tool", " answered;", " I can reply.", "</think>", "It is", " 18 °C", " and sunny", " in Paris."]
+GREETING = ["<think>", "A greeting.", "</think>", "Hello!", " I am", " a scripted", " fake model."]
+SLOW_WORDS = 400  # "count slowly": one word per step, long enough to be stopped
+
+
+def make_script(tokenizer: Any) -> Callable[[list[int], SamplingParams], list[str]]:
+    """The reply to a prompt, chosen by what the rendered prompt holds (the tiny model's chat template)."""
+
+    def script(prompt_token_ids: list[int], params: SamplingParams) -> list[str]:
+        prompt = tokenizer.decode(prompt_token_ids)
+        last_turn = prompt.rsplit("<|im_start|>", 2)[-2]
+        if last_turn.startswith("tool"):
+            return list(ANSWER)
+        if "count slowly" in last_turn:
+            return [f" {i}" for i in range(1, SLOW_WORDS + 1)]
+        if "You may call tools" in prompt:
+            return list(CALL)
+        return list(GREETING)
+
+    return script
+
+
+def build_app(tokenizer_dir: str, api_key: str | None, step_delay_s: float) -> web.Application:
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+    settings = GatewaySettings(api_key=api_key, parsers=ParserConfig(tool_parser="qwen3", reasoning_parser="qwen3"))
+
+    async def start_pool() -> EnginePool:
+        fake = FakeLLM(tokenizer, script=make_script(tokenizer), max_model_len=4096, num_blocks=1024,
+                       step_delay_s=step_delay_s)
+        return EnginePool([fake], None, max_queued=16)
+
+    def on_ready(services: Services) -> None:
+        print(f"Serving model {services.model_name} (scripted fake engine)", flush=True)
+
+    return create_app(settings, start_pool, on_ready=on_ready)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--tokenizer", required=True, help="a folder with a Hugging Face tokenizer (the tiny model's)")
+    parser.add_argument("--api-key", default=None)
+    parser.add_argument("--step-delay", type=float, default=0.06, help="seconds between streamed pieces")
+    args = parser.parse_args(argv)
+    app = build_app(args.tokenizer, args.api_key, args.step_delay)
+    web.run_app(app, host="127.0.0.1", port=args.port, print=None, handler_cancellation=True, access_log=None,
+                shutdown_timeout=5)
+
+
+if __name__ == "__main__":
+    main()
