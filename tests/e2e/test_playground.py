@@ -9,52 +9,16 @@ a screenshot under build/test-artifacts/playground/ (git-ignored).
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
-import threading
-from pathlib import Path
-from urllib.parse import urlsplit
 
 import pytest
 
-from tests.e2e.conftest import ROOT, ServerProcess, free_port
+from tests.e2e import playground_browser
+from tests.e2e.playground_browser import CHROMIUM, CHROMIUM_ARGS, FakeServer, Playground, install_chromium
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-ARTIFACTS = ROOT / "build" / "test-artifacts" / "playground"
 API_KEY = "playground-secret"
-TIMEOUT_MS = 20_000
 
 
-def install_chromium() -> str | None:
-    """Installs Debian's chromium with apt-get when it is missing; says why it cannot, or None."""
-    if CHROMIUM.exists():
-        return None
-    if shutil.which("apt-get") is None:
-        return f"{CHROMIUM} is missing and apt-get is not available to install it"
-    if os.geteuid() != 0:
-        return f"{CHROMIUM} is missing and installing it needs root (apt-get install -y chromium)"
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    lock = ["-o", "DPkg::Lock::Timeout=300"]
-    install = ["apt-get", "install", "-y", "-q", *lock, "chromium"]
-    output = ""
-    for cmd in (install, ["apt-get", "update", "-q", *lock], install):  # the package lists may be stale or absent
-        if cmd is install and CHROMIUM.exists():
-            break
-        try:
-            result = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
-            output = result.stdout + result.stderr
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            output = str(exc)
-    if CHROMIUM.exists():
-        return None
-    return f"apt-get could not install chromium: {output.strip()[-400:]}"
-
-
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def browser():
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
     problem = install_chromium()
@@ -66,73 +30,24 @@ def browser():
         chromium.close()
 
 
-class FakeServer(ServerProcess):
-    """tests.e2e.playground_server as a subprocess: the real app over the scripted fake engine."""
-
-    def __init__(self, tokenizer_dir: Path, api_key: str) -> None:
-        self.port = free_port()
-        self.api_key = api_key
-        self.url = f"http://127.0.0.1:{self.port}"
-        cmd = [sys.executable, "-m", "tests.e2e.playground_server", "--port", str(self.port),
-               "--tokenizer", str(tokenizer_dir), "--api-key", api_key]
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     start_new_session=True, env=dict(os.environ, PYTHONUNBUFFERED="1"))
-        self.lines: list[str] = []
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-
-@pytest.fixture(scope="module")
-def fake_server(tiny_model_dir):
+@pytest.fixture(scope="session")
+def fake_process(browser, tiny_model_dir):
+    """The fake-engine server, started without waiting for it."""
     proc = FakeServer(tiny_model_dir, API_KEY)
-    try:
-        proc.wait_ready(timeout_s=120)
-        yield proc
-    finally:
-        proc.stop()
+    yield proc
+    proc.stop()
 
 
-class Playground:
-    """One browser tab on the playground; records every request the page makes and every script error."""
+@pytest.fixture(scope="session")
+def tiny_server(fake_process, server):
+    """The shared tiny-model server; asks for the fake one first so that both load at the same time."""
+    return server
 
-    def __init__(self, context, url: str, query: str = "") -> None:
-        self.url = url
-        self.page = page = context.new_page()
-        page.set_default_timeout(TIMEOUT_MS)
-        self.requests: list[str] = []
-        self.errors: list[str] = []
-        page.on("request", lambda request: self.requests.append(request.url))
-        page.on("pageerror", lambda error: self.errors.append(str(error)))
-        page.goto(f"{url}/{query}")
 
-    def enter_key(self, key: str) -> None:
-        self.page.wait_for_selector("#key-dialog[open]")
-        self.page.fill("#key-input", key)
-        self.page.click("#key-form button[type=submit]")
-
-    def wait_model(self, name: str) -> None:
-        self.page.wait_for_function("(name) => document.getElementById('model').textContent === name", arg=name)
-
-    def send(self, text: str) -> None:
-        self.page.fill("#prompt", text)
-        self.page.click("#send")
-
-    def reply(self, index: int, state: str = "done"):
-        return self.page.wait_for_selector(f".msg[data-index='{index}'][data-state='{state}']")
-
-    def messages(self) -> list[dict]:
-        return self.page.evaluate("playground.chat.messages")
-
-    def screenshot(self, name: str) -> None:
-        ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        self.page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
-
-    def check_clean(self) -> None:
-        """Nothing left the page's own origin, and no script failed."""
-        origin = urlsplit(self.url)[:2]
-        foreign = [u for u in self.requests if urlsplit(u)[:2] != origin and not u.startswith("data:")]
-        assert not foreign, foreign
-        assert not self.errors, self.errors
+@pytest.fixture
+def fake_server(fake_process):
+    fake_process.wait_ready(timeout_s=120)
+    return fake_process
 
 
 @pytest.fixture
@@ -149,14 +64,42 @@ def open_page(browser):
         context.close()
 
 
-def test_chat_streams_and_renders(open_page, server):
-    tab = open_page(server.url)
+def test_chromium_missing_skips_with_the_reason(monkeypatch, tmp_path):
+    missing = tmp_path / "chromium"
+    monkeypatch.setattr(playground_browser, "CHROMIUM", missing)
+    monkeypatch.setattr(playground_browser.shutil, "which", lambda name: None)
+    assert "apt-get is not available" in install_chromium()
+    monkeypatch.setattr(playground_browser.shutil, "which", lambda name: "/usr/bin/" + name)
+    monkeypatch.setattr(playground_browser.os, "geteuid", lambda: 1000)
+    assert "needs root" in install_chromium()
+    monkeypatch.setattr(playground_browser.os, "geteuid", lambda: 0)
+    calls = []
+    monkeypatch.setattr(playground_browser, "_run", lambda cmd, env: calls.append(cmd[1]) or "E: no network\n")
+    assert install_chromium() == "apt-get could not install chromium: E: no network\nE: no network"
+    assert calls == ["install", "update", "install"]  # stale package lists: update, then try again
+
+    def run(cmd: list[str], env: dict) -> str:
+        calls.append(cmd[1])
+        missing.write_text("#!/bin/sh\n")
+        return ""
+
+    calls.clear()
+    monkeypatch.setattr(playground_browser, "_run", run)
+    assert install_chromium() is None and calls == ["install"]
+
+
+def test_chat_streams_and_renders(open_page, tiny_server):
+    tab = open_page(tiny_server.url)
     page = tab.page
     tab.wait_model("tiny")
+    page.fill("input[name=max_tokens]", "100000")  # the server's 400 shows in the banner
+    tab.send("Hello there")
+    page.wait_for_selector("#error:not([hidden])")
+    assert "max_tokens" in page.inner_text("#error-text") and page.locator(".msg").count() == 1
     page.fill("input[name=temperature]", "0")
     page.fill("input[name=max_tokens]", "24")
     page.check("input[name=ignore_eos]")
-    tab.send("Hello there")
+    page.click("#regenerate")
     reply = tab.reply(1)
     assert int(reply.get_attribute("data-chunks")) > 1  # rendered as it streamed, chunk by chunk
     assert reply.inner_text() and "finish: length · 24 tokens" in reply.query_selector(".meta").inner_text()
@@ -207,6 +150,8 @@ def test_reasoning_and_tool_call_render(open_page, fake_server):
     tab.enter_key(API_KEY)
     tab.wait_model("fake-model")
     page.click("#tools-section summary")
+    page.fill("textarea[name=tools]", '[{"type": "function", "function": {"name": "no spaces allowed"}}]')
+    assert "tools[0].function.name" in page.inner_text("#tools-status")
     page.select_option("#tool-examples", "Weather")
     assert page.is_checked("input[name=tools_on]") and "1 tool: get_weather" in page.inner_text("#tools-status")
     tab.send("What is the weather in Paris?")
@@ -235,8 +180,17 @@ def test_reasoning_and_tool_call_render(open_page, fake_server):
     tab.check_clean()
 
 
-def test_schema_constrained_reply_validates(open_page, server):
-    tab = open_page(server.url)
+SNAPSHOT_JSON_VIEW = """() => {
+    window.jsonViewSnapshots = [];
+    new MutationObserver(() => {
+        const pre = document.querySelector(".msg[data-index='1'] pre.json");
+        if (pre) window.jsonViewSnapshots.push(pre.textContent);
+    }).observe(document.getElementById("messages"), {childList: true, subtree: true});
+}"""
+
+
+def test_schema_constrained_reply_validates(open_page, tiny_server):
+    tab = open_page(tiny_server.url)
     page = tab.page
     tab.wait_model("tiny")
     page.click("#schema-section summary")
@@ -249,6 +203,7 @@ def test_schema_constrained_reply_validates(open_page, server):
 
     page.select_option("#schema-examples", "Ticket triage")
     page.fill("input[name=max_tokens]", "120")
+    page.evaluate(SNAPSHOT_JSON_VIEW)
     page.click("#regenerate")
     reply = tab.reply(1)
     assert reply.query_selector(".validation.ok").inner_text() == "✓ valid"
@@ -259,25 +214,27 @@ def test_schema_constrained_reply_validates(open_page, server):
     jsonschema.validate(value, tab.messages()[1]["schema"])
     pretty = reply.query_selector("pre.json").inner_text()
     assert json.loads(pretty) == value and "\n  " in pretty  # pretty-printed
+    snapshots = page.evaluate("window.jsonViewSnapshots")
+    assert len(set(snapshots)) > 3 and all(pretty.startswith(s) for s in snapshots)  # grew in place as it streamed
     assert reply.query_selector("pre.json .j-key") and reply.query_selector("pre.json .j-literal")
     tab.screenshot("structured")
     tab.check_clean()
 
 
-def test_metrics_panel_updates(open_page, server):
-    tab = open_page(server.url, "?poll_ms=150")
+def test_metrics_panel_updates(open_page, tiny_server):
+    tab = open_page(tiny_server.url, "?poll_ms=150")
     page = tab.page
     tab.wait_model("tiny")
     page.wait_for_function("() => Number(document.getElementById('metrics').dataset.samples) >= 2")
     page.fill("input[name=temperature]", "0")
-    page.fill("input[name=max_tokens]", "300")
+    page.fill("input[name=max_tokens]", "200")
     page.check("input[name=ignore_eos]")
     tab.send("Tell me a long story")
     tab.reply(1)
-    assert page.inner_text("#m-tokens") == "300"
+    assert page.inner_text("#m-tokens") == "200"
     for cell in ("#m-tps", "#m-ttft", "#m-itl"):
         assert float(page.inner_text(cell).split()[0]) > 0
-    page.wait_for_function("() => playground.metrics.samples.slice(-1)[0].generated >= playground.metrics.samples[0].generated + 300")
+    page.wait_for_function("() => playground.metrics.samples.slice(-1)[0].generated >= playground.metrics.samples[0].generated + 200")
     samples = page.evaluate("playground.metrics.samples")
     assert max(s["genRate"] for s in samples) > 0
     assert max(s["running"] for s in samples) >= 1 or max(s["kv"] for s in samples) > 0
@@ -308,3 +265,74 @@ def test_bad_api_key_shows_the_error(open_page, fake_server):
     tab.wait_model("fake-model")
     assert page.is_hidden("#key-dialog")
     tab.check_clean()
+
+
+TREE = {"$defs": {"node": {"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
+                           "additionalProperties": False}}, "$ref": "#/$defs/node"}
+IF_THEN = {"if": {"properties": {"k": {"const": "a"}}}, "then": {"required": ["x"]}, "else": {"required": ["y"]}}
+CLOSED = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"], "additionalProperties": False}
+SCHEMA_CASES = [  # (schema, values): the page's validator must agree with the jsonschema package on each
+    ({"type": "integer"}, [3, 3.5, "3"]),
+    ({"type": ["string", "null"]}, [None, 1, "x"]),
+    ({"enum": [1, "a", {"x": 1}]}, [{"x": 1}, {"x": 2}, "a"]),
+    ({"const": {"a": [1, 2]}}, [{"a": [1, 2]}, {"a": [2, 1]}]),
+    (CLOSED, [{"a": 1}, {"a": 1, "b": 2}, {}, {"a": "1"}]),
+    ({"additionalProperties": {"type": "string"}, "properties": {"a": {}}}, [{"a": 1, "z": "s"}, {"z": 1}]),
+    ({"patternProperties": {"^x_": {"type": "integer"}}, "additionalProperties": False}, [{"x_a": 1}, {"y": 1}, {"x_b": "s"}]),
+    ({"items": {"type": "number"}, "minItems": 1, "maxItems": 3}, [[1, 2], [], [1, 2, 3, 4], ["a"]]),
+    ({"prefixItems": [{"type": "string"}, {"type": "integer"}], "items": False}, [["a", 1], ["a", 1, 2], [1]]),
+    ({"uniqueItems": True}, [[1, 2], [{"a": 1}, {"a": 1}], [[1], [2]]]),
+    ({"contains": {"const": 5}}, [[1, 5], [1]]),
+    ({"type": "string", "minLength": 2, "maxLength": 3}, ["ab", "a", "abcd", "日本", "🙂🙂"]),
+    ({"pattern": "^[a-z]+$"}, ["abc", "ab1"]),
+    ({"minimum": 0, "maximum": 10}, [0, -1, 10.5, 10]),
+    ({"exclusiveMinimum": 0, "exclusiveMaximum": 1}, [0, 0.5, 1]),
+    ({"multipleOf": 0.5}, [1.5, 1.2]),
+    ({"anyOf": [{"type": "string"}, {"type": "integer"}]}, [1, 1.5, "s"]),
+    ({"oneOf": [{"type": "integer"}, {"minimum": 2}]}, [1, 3, 2.5]),
+    ({"allOf": [{"minimum": 1}, {"maximum": 2}]}, [1.5, 3]),
+    ({"not": {"type": "null"}}, [None, 1]),
+    (IF_THEN, [{"k": "a", "x": 1}, {"k": "b", "x": 1}, {"k": "b", "y": 1}]),
+    (TREE, [{"kids": [{"kids": []}]}, {"kids": [{"k": 1}]}]),
+    ({"minProperties": 1, "maxProperties": 1}, [{}, {"a": 1}, {"a": 1, "b": 2}]),
+    ({"type": "string", "format": "email"}, ["a@b.c", "nope"]),
+    ({"type": "string", "format": "ipv4"}, ["10.0.0.1", "10.0.0.256"]),
+    (False, [1]),
+    (True, [1]),
+]
+JSON_VIEW_VALUES = [{"a": [1, 2.5, {"b": None}], "s": "x\"y", "e": {}, "l": [], "t": True}, [[]], "plain", -1.5e3]
+
+CHECK_MODULES = """async (args) => {
+    const base = document.baseURI;
+    const schema = await import(new URL("static/js/schema.js", base).href);
+    const view = await import(new URL("static/js/jsonview.js", base).href);
+    const verdicts = args.cases.map(([s, values]) => values.map((v) => schema.validate(s, v).length === 0));
+    const viewFailures = [];
+    for (const value of args.values) {
+        const text = JSON.stringify(value);
+        const full = document.createElement("pre");
+        const result = view.renderJson(full, text);
+        if (!result.complete || full.textContent !== JSON.stringify(value, null, 2)) viewFailures.push(["full", text, full.textContent]);
+        for (let i = 1; i < text.length; i++) {
+            const pre = document.createElement("pre");
+            view.renderJson(pre, text.slice(0, i));
+            if (!full.textContent.startsWith(pre.textContent)) viewFailures.push(["prefix", text.slice(0, i), pre.textContent]);
+        }
+    }
+    return {verdicts, viewFailures, schemaProblems: schema.checkSchema({type: "strung", required: "a", properties: {x: {pattern: "("}}})};
+}"""
+
+
+def test_page_validator_and_json_view(open_page, fake_server):
+    jsonschema = pytest.importorskip("jsonschema")
+    tab = open_page(fake_server.url)
+    result = tab.page.evaluate(CHECK_MODULES, {"cases": SCHEMA_CASES, "values": JSON_VIEW_VALUES})
+    for (schema, values), verdicts in zip(SCHEMA_CASES, result["verdicts"], strict=True):
+        checker = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+        expected = [checker.is_valid(v) for v in values]
+        assert verdicts == expected, (schema, values)
+    assert result["viewFailures"] == []
+    problems = "\n".join(result["schemaProblems"])
+    assert "$.type" in problems and "$.required" in problems and "$.properties.x.pattern" in problems
+    tab.check_clean()
+
