@@ -1,5 +1,5 @@
-// Example tool lists and JSON Schemas for the editors. Every string is bounded so that even a small
-// model's constrained reply ends within a few dozen tokens.
+// Example tool lists and JSON Schemas for the editors. Every schema bounds its strings, numbers and
+// arrays, so that even a small random model's constrained reply ends within ~150 tokens.
 
 export const TOOL_EXAMPLES = {
   "Weather": [
@@ -59,7 +59,7 @@ export const SCHEMA_EXAMPLES = {
     properties: {
       name: { type: "string", minLength: 1, maxLength: 30 },
       age: { type: "integer", minimum: 0, maximum: 130 },
-      email: { type: "string", format: "email", maxLength: 40 },
+      role: { enum: ["admin", "editor", "viewer"] },
     },
     required: ["name", "age"],
     additionalProperties: false,

@@ -31,6 +31,7 @@ export class ChatView {
 
   render() {
     const messages = this.messages();
+    if (this.editing !== null && this.editing >= messages.length) this.editing = null;
     const follow = this.atBottom();
     this.container.replaceChildren(...messages.map((msg, i) => this.element(msg, i, i === messages.length - 1)));
     if (!messages.length) this.container.append(el("p", "empty", "Say something. Replies stream here; reasoning and tool calls show as they are parsed."));
