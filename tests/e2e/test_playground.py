@@ -144,6 +144,17 @@ def test_stop_keeps_the_partial_reply(open_page, fake_server):
     tab.check_clean()
 
 
+SNAPSHOT_TOOL_CALL = """() => {
+    window.toolCallSnapshots = [];
+    new MutationObserver(() => {
+        const msg = document.querySelector(".msg[data-index='1']");
+        const name = msg && msg.querySelector(".tool-call .name");
+        if (name) window.toolCallSnapshots.push({state: msg.dataset.state, name: name.textContent,
+                                                 args: msg.querySelector(".tool-call .args").textContent});
+    }).observe(document.getElementById("messages"), {childList: true, subtree: true});
+}"""
+
+
 def test_reasoning_and_tool_call_render(open_page, fake_server):
     tab = open_page(fake_server.url)
     page = tab.page
@@ -154,13 +165,14 @@ def test_reasoning_and_tool_call_render(open_page, fake_server):
     assert "tools[0].function.name" in page.inner_text("#tools-status")
     page.select_option("#tool-examples", "Weather")
     assert page.is_checked("input[name=tools_on]") and "1 tool: get_weather" in page.inner_text("#tools-status")
+    page.evaluate(SNAPSHOT_TOOL_CALL)
     tab.send("What is the weather in Paris?")
-
-    page.wait_for_selector(".msg[data-index='1'] .tool-call .name:text('get_weather')")
-    during = page.evaluate("""() => ({state: document.querySelector(".msg[data-index='1']").dataset.state,
-                                      args: document.querySelector(".tool-call .args").textContent})""")
-    assert during["state"] == "streaming" and during["args"] != ""  # the name at once, the arguments growing
     reply = tab.reply(1)
+    final_args = reply.query_selector(".tool-call .args").inner_text()
+    snapshots = [s for s in page.evaluate("window.toolCallSnapshots") if s["state"] == "streaming"]
+    assert all(s["name"] == "get_weather" for s in snapshots)  # the name at once, whole
+    growing = [s["args"] for s in snapshots]
+    assert len(set(growing)) > 2 and all(final_args.startswith(a) for a in growing)  # the arguments growing
     assert reply.query_selector(".reasoning-text").inner_text() == "The user asks about the weather. I should call get_weather."
     assert json.loads(reply.query_selector(".tool-call .args").inner_text()) == {"city": "Paris", "unit": "celsius"}
     assert reply.query_selector(".tool-call .args .j-key") is not None

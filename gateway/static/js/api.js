@@ -42,7 +42,7 @@ export async function* sseEvents(body) {
         if (!data) continue;
         if (data === "[DONE]") return;
         const event = JSON.parse(data);
-        if (event.error) throw new ApiError(event.error.code === "internal_error" ? 500 : 400, event.error.message, event.error.code);
+        if (event.error) throw new ApiError(null, event.error.message, event.error.code); // after the 200: no status
         yield event;
       }
     }

@@ -102,6 +102,7 @@ export class Chat {
       this.messages.length = index + 1;
       await this.generate();
     } else {
+      if (msg.schema && msg.validation) msg.validation = checkStructured(msg.schema, text);
       this.persist();
       this.view.render();
     }
