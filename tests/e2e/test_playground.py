@@ -19,19 +19,28 @@ API_KEY = "playground-secret"
 
 
 @pytest.fixture(scope="session")
-def browser():
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
+def chromium() -> str:
+    pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
     problem = install_chromium()
     if problem:
         pytest.skip(f"no headless chromium for the browser tests: {problem}")
-    with sync_api.sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
-        yield chromium
-        chromium.close()
+    return str(CHROMIUM)
+
+
+@pytest.fixture(scope="module")
+def browser(chromium):
+    """Module-scoped: Playwright's sync API marks an event loop as running in this thread until it stops,
+    which later asyncio tests could not share."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
+        yield launched
+        launched.close()
 
 
 @pytest.fixture(scope="session")
-def fake_process(browser, tiny_model_dir):
+def fake_process(chromium, tiny_model_dir):
     """The fake-engine server, started without waiting for it."""
     proc = FakeServer(tiny_model_dir, API_KEY)
     yield proc
