@@ -18,4 +18,5 @@ NAMES = ("hermes", "qwen3", "qwen3_coder", "llama3_json", "mistral", "mistral_le
          # added for vLLM's registries (issue 19)
          "pythonic", "llama4_pythonic", "olmo3", "llama4_json", "granite", "granite_20b_fc", "internlm",
          "jamba", "xlam", "phi4_mini_json", "hunyuan_a13b", "step3", "step3p5", "ernie45", "longcat",
-         "qwen3_xml", "gigachat3", "apertus", "minimax_m2_append_think")
+         "qwen3_xml", "gigachat3", "apertus", "minimax_m2_append_think", "lfm2", "cohere_command3",
+         "cohere_command4", "mimo", "nemotron_v3")

@@ -1,7 +1,9 @@
 """Formats whose calls are JSON objects or lists of them, often at the start of the answer:
 llama3_json, llama4_json, granite, granite_20b_fc, jamba, hunyuan_a13b, xlam, phi4_mini_json,
-apertus."""
+apertus, cohere_command3/4."""
 from __future__ import annotations
+
+from dataclasses import replace
 
 from parsing.spec import Envelope, Format, Reasoning
 
@@ -117,5 +119,23 @@ APERTUS = Format(
     syntax=_list_syntax("<|tools_prefix|>", "<|tools_prefix|>[", "]<|tools_suffix|>", begin='{"{name}": '),
 )
 
+# Cohere Command A (cmd3) and its successors (cmd4): reasoning in <|START_THINKING|> ..
+# <|END_THINKING|>, calls as a JSON list of {"tool_call_id", "tool_name", "parameters"} in
+# <|START_ACTION|> .. <|END_ACTION|>, the answer framed by <|START_RESPONSE|> (cmd3) or
+# <|START_TEXT|> (cmd4). The model's tool_call_id restarts at 0 every turn: call ids are ours.
+_COHERE_FRAMING = ("<|START_RESPONSE|>", "<|END_RESPONSE|>", "<|START_TEXT|>", "<|END_TEXT|>",
+                   "<|END_OF_TURN_TOKEN|>")
+COHERE_COMMAND3 = Format(
+    name="cohere_command3",
+    reasoning=Reasoning("<|START_THINKING|>", "<|END_THINKING|>", ("<|START_ACTION|>",)),
+    body=Envelope(name_keys=("tool_name",), args_keys=("parameters",), id_keys=()),
+    block_open=("<|START_ACTION|>",),
+    block_close="<|END_ACTION|>",
+    drop=_COHERE_FRAMING,
+    syntax=_list_syntax("<|START_ACTION|>", "<|START_ACTION|>[", "]<|END_ACTION|>",
+                        begin='{"tool_name": "{name}", "parameters": '),
+)
+COHERE_COMMAND4 = replace(COHERE_COMMAND3, name="cohere_command4")
+
 FORMATS = (LLAMA3_JSON, LLAMA4_JSON, GRANITE, GRANITE_20B_FC, JAMBA, HUNYUAN_A13B, XLAM, PHI4_MINI_JSON,
-           APERTUS)
+           APERTUS, COHERE_COMMAND3, COHERE_COMMAND4)

@@ -1,4 +1,4 @@
-"""Pythonic call formats: pythonic (Llama 3.2, ToolACE), llama4_pythonic and olmo3."""
+"""Pythonic call formats: pythonic (Llama 3.2, ToolACE), llama4_pythonic, olmo3 and lfm2."""
 from __future__ import annotations
 
 from parsing.spec import Format, Header, Reasoning
@@ -45,4 +45,16 @@ OLMO3 = Format(
             ("begin", "{name}(**"), ("end", ")"), ("separator", "\n"), ("block_end", "\n</function_calls>")),
 )
 
-FORMATS = (PYTHONIC, LLAMA4_PYTHONIC, OLMO3)
+# LiquidAI LFM2 / LFM2.5: the pythonic list inside <|tool_call_start|> .. <|tool_call_end|>
+LFM2 = Format(
+    name="lfm2",
+    reasoning=Reasoning("<think>", "</think>"),
+    body=_LIST,
+    block_open=("<|tool_call_start|>",),
+    block_close="<|tool_call_end|>",
+    drop=("<|im_end|>",),
+    syntax=(("args", "json"), ("trigger", "<|tool_call_start|>"), ("block_begin", "<|tool_call_start|>["),
+            ("begin", "{name}(**"), ("end", ")"), ("separator", ", "), ("block_end", "]<|tool_call_end|>")),
+)
+
+FORMATS = (PYTHONIC, LLAMA4_PYTHONIC, OLMO3, LFM2)

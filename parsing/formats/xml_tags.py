@@ -1,5 +1,5 @@
-"""Formats with XML-like parameters: qwen3_coder, qwen3_xml, step3p5, seed_oss, glm45, glm47,
-minimax_m2 and its append-think mode."""
+"""Formats with XML-like parameters: qwen3_coder (and its aliases qwen3_xml, mimo, nemotron_v3),
+step3p5, seed_oss, glm45, glm47, minimax_m2 and its append-think mode."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -35,6 +35,9 @@ QWEN3_CODER = Format(
 )
 # vLLM's qwen3_xml parser reads the same syntax (Qwen3 / Qwen3.5 models that are not coders)
 QWEN3_XML = replace(QWEN3_CODER, name="qwen3_xml")
+# Xiaomi MiMo and NVIDIA Nemotron 3 (nemotron_v3 reasoning) use the same syntax and tags
+MIMO = replace(QWEN3_CODER, name="mimo")
+NEMOTRON_V3 = replace(QWEN3_CODER, name="nemotron_v3")
 # Step-3.5: the same tool syntax; the prompt opens reasoning
 STEP3P5 = replace(QWEN3_CODER, name="step3p5", reasoning=replace(QWEN3_CODER.reasoning, starts_open=True))
 
@@ -111,4 +114,4 @@ MINIMAX_M2 = Format(
 MINIMAX_M2_APPEND_THINK = replace(MINIMAX_M2, name="minimax_m2_append_think", reasoning=None,
                                   content_prefix="<think>")
 
-FORMATS = (QWEN3_CODER, QWEN3_XML, STEP3P5, SEED_OSS, GLM45, GLM47, MINIMAX_M2, MINIMAX_M2_APPEND_THINK)
+FORMATS = (QWEN3_CODER, QWEN3_XML, MIMO, NEMOTRON_V3, STEP3P5, SEED_OSS, GLM45, GLM47, MINIMAX_M2, MINIMAX_M2_APPEND_THINK)

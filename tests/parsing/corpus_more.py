@@ -1,5 +1,6 @@
-"""Corpus: step3, step3p5, qwen3_xml, minimax_m2_append_think, and the closed gaps (SGLang's
-unprefixed DSML, Kimi's bare counter ids, gpt-oss preamble and final)."""
+"""Corpus: step3, step3p5, qwen3_xml, minimax_m2_append_think, lfm2, cohere_command3/4, mimo,
+nemotron_v3, and the closed gaps (SGLang's unprefixed DSML, Kimi's bare counter ids, gpt-oss
+preamble and final)."""
 from __future__ import annotations
 
 from tests.parsing.cases import TOOLS, Case
@@ -91,4 +92,35 @@ GPT_OSS = [
          reasoning="First thought.\nSecond thought.", content="Done."),
 ]
 
-CASES = STEP3 + STEP3P5 + QWEN3_XML + MINIMAX_APPEND_THINK + DSML + KIMI_GUESS + GPT_OSS
+LFM2 = [
+    Case("lfm2", "call_then_text", '<|tool_call_start|>[get_weather(city="Paris")]<|tool_call_end|>The weather is sunny.',
+         content="The weather is sunny.", calls=((W, {"city": "Paris"}),)),
+    Case("lfm2", "text_then_parallel", "Checking.<|tool_call_start|>[get_time(), get_weather(city='Oslo', days=2)]"
+         "<|tool_call_end|><|im_end|>", content="Checking.", calls=(("get_time", {}), (W, {"city": "Oslo", "days": 2}))),
+    Case("lfm2", "thinking", "<think>Easy one.</think>Four.", reasoning="Easy one.", content="Four."),
+]
+
+COHERE = [
+    Case("cohere_command3", "plan_and_calls",
+         '<|START_THINKING|>I will look up the weather.<|END_THINKING|><|START_ACTION|>[\n    {"tool_call_id": "0", '
+         '"tool_name": "get_weather", "parameters": {"city": "Toronto"}},\n    {"tool_call_id": "1", "tool_name": '
+         '"get_time", "parameters": {}}\n]<|END_ACTION|><|END_OF_TURN_TOKEN|>',
+         reasoning="I will look up the weather.", calls=((W, {"city": "Toronto"}), ("get_time", {}))),
+    Case("cohere_command3", "response", "<|START_RESPONSE|>It is 4.<|END_RESPONSE|><|END_OF_TURN_TOKEN|>",
+         content="It is 4."),
+    Case("cohere_command4", "prompt_opened_thinking",
+         'Need the time.<|END_THINKING|><|START_ACTION|>[{"tool_call_id": "0", "tool_name": "get_time", '
+         '"parameters": {}}]<|END_ACTION|>', reasoning="Need the time.", calls=(("get_time", {}),),
+         starts_in_reasoning=True),
+    Case("cohere_command4", "text", "<|START_THINKING|>Hi.<|END_THINKING|><|START_TEXT|>Hello!<|END_TEXT|>",
+         reasoning="Hi.", content="Hello!"),
+]
+
+ALIASES = [
+    Case("mimo", "call", "<think>Weather.</think>\n<tool_call>\n<function=get_time>\n</function>\n</tool_call>",
+         reasoning="Weather.", calls=(("get_time", {}),)),
+    Case("nemotron_v3", "prompt_opened", "User asks time.\n</think>\n<tool_call>\n<function=get_time>\n</function>\n"
+         "</tool_call>", reasoning="User asks time.", calls=(("get_time", {}),), starts_in_reasoning=True),
+]
+
+CASES = STEP3 + STEP3P5 + QWEN3_XML + MINIMAX_APPEND_THINK + DSML + KIMI_GUESS + GPT_OSS + LFM2 + COHERE + ALIASES

@@ -32,10 +32,14 @@ def test_every_added_family_has_template_data() -> None:
     detected = {entry["format"] for entry in FAMILIES.values()}
     added = {"pythonic", "llama4_pythonic", "olmo3", "llama4_json", "granite", "granite_20b_fc", "internlm",
              "jamba", "xlam", "phi4_mini_json", "hunyuan_a13b", "step3", "ernie45", "longcat", "gigachat3",
-             "apertus"}
+             "apertus", "lfm2", "cohere_command3", "cohere_command4"}
     assert added <= detected
     # the rest are modes or aliases of detected families, chosen by name
-    assert {"qwen3_xml": "qwen3_coder", "minimax_m2_append_think": "minimax_m2"}.keys() <= set(parsing.formats())
+    aliases = {"qwen3_xml": "qwen3_coder", "mimo": "qwen3_coder", "nemotron_v3": "qwen3_coder",
+               "step3p5": "qwen3_coder", "minimax_m2_append_think": "minimax_m2"}
+    assert aliases.keys() <= set(parsing.formats())
+    for alias, family in aliases.items():
+        assert parsing.call_syntax(alias) == parsing.call_syntax(family)
 
 
 def test_prompt_opens_reasoning() -> None:
