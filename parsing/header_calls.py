@@ -1,11 +1,12 @@
-"""HeaderReader: calls written as a name header followed by their arguments (JSON or Python)."""
+"""HeaderReader: calls written as a name header followed by their arguments (JSON or literals)."""
 from __future__ import annotations
 
 import json
 
 from parsing.json_calls import BLOCK_END, BODY_END, CALL_END, NOT_A_CALL, JsonPlan
 from parsing.json_stream import DONE, ERROR, JsonScanner
-from parsing.py_args import PyArgsScanner
+from parsing.literal_args import LiteralArgsScanner
+from parsing.literals import DIALECTS
 from parsing.sink import CONTENT, Sink
 
 _MAX_HEADER = 512
@@ -14,7 +15,7 @@ _WS = " \t\r\n"
 
 class HeaderReader:
     """Reads NAME-header-then-arguments calls: mistral, deepseek, kimi and gpt-oss (a JSON
-    object), pythonic calls (`name(k=v)`), one or several per body.
+    object), pythonic calls (`name(k=v)`) and Gemma's (`call:name{k:v}`), one or several per body.
 
     Created by the stream at a call opener; the name is emitted when the arguments' opener
     (or the call's closer) shows the header is complete. A body whose header cannot be a
@@ -32,7 +33,7 @@ class HeaderReader:
         self.outcome: str | None = None
         self.head: list[str] = []
         self.name = name
-        self.scan: JsonScanner | PyArgsScanner | None = None
+        self.scan: JsonScanner | LiteralArgsScanner | None = None
         header = plan.header
         self.state = "open" if header is not None and header.list_open else "head"
         # text read while no call has started, given back as content if it is not a call
@@ -76,8 +77,8 @@ class HeaderReader:
 
     def _head(self, buf: str, pos: int, final: bool) -> int:
         plan = self.plan
-        python = plan.header is not None and plan.header.args == "python"
-        brace = buf.find("(" if python else "{", pos)
+        dialect = DIALECTS.get(plan.header.args) if plan.header is not None else None
+        brace = buf.find(dialect.open if dialect else "{", pos)
         hit = plan.closers.search(buf, pos)
         if plan.head_bad is not None:
             limit = min(brace if brace >= 0 else len(buf), hit[0] if hit else len(buf))
@@ -98,7 +99,7 @@ class HeaderReader:
             self.head.append(buf[pos:brace])
             if not self._start():
                 return self._not_a_call(buf, brace)
-            self.scan = PyArgsScanner() if python else JsonScanner()
+            self.scan = LiteralArgsScanner(dialect) if dialect else JsonScanner()
             self.state = "args"
             return self._args(buf, brace, final)
         end = len(buf) if final else plan.closers.hold_start(buf, pos)

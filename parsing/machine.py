@@ -92,5 +92,7 @@ def compile_format(fmt: Format) -> Machine:
     triggers = (tuple((t, BLOCK) for t in fmt.start_triggers) + tuple((t, BLOCK_AT) for t in fmt.keep_triggers)
                 + tuple((t, DROP) for t in fmt.start_drop))
     r_starts = tuple((t, DROP) for t in opens)
+    if fmt.reasoning is not None and fmt.reasoning.label:
+        r_starts += ((fmt.reasoning.label, DROP),)
     c_starts = tuple((t, TO_REASONING) for t in opens) + triggers
     return Machine(fmt, lexicons, actions, (r_starts, c_starts, triggers))

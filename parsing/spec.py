@@ -23,7 +23,8 @@ class Reasoning:
     `alt_open` / `alt_close` are other spellings of the tags (Granite's "Here's ...").
     `starts_open`: the family's template always opens reasoning in the prompt, so the output
     starts inside it whatever the request says (Step-3, ERNIE-4.5 thinking). `drop_stray`:
-    a close tag met in content is dropped (off for tags that are plain sentences).
+    a close tag met in content is dropped (off for tags that are plain sentences). `label`
+    is framing dropped at the start of reasoning.
     """
     open: str
     close: str
@@ -32,6 +33,7 @@ class Reasoning:
     alt_close: tuple[str, ...] = ()
     starts_open: bool = False
     drop_stray: bool = True
+    label: str = ""  # a channel label written right after the open tag (Gemma 4's "thought\n")
 
     @property
     def opens(self) -> tuple[str, ...]:
@@ -63,8 +65,9 @@ class Header:
     arguments' opener; they capture `name` and optionally `id` (a model-written call id).
     A pattern without a `name` group matches an id alone: the name is then guessed from the
     arguments' keys and the request's tools (Kimi's bare counter ids).
-    `args` is "json" (a JSON object follows) or "python" (keyword arguments in parentheses,
-    Python literals, converted to a JSON object). `head_chars` limits what a name header may
+    `args` is "json" (a JSON object follows) or the name of a literal dialect
+    (`parsing.literals`: "python" keyword arguments in parentheses, "gemma" and
+    "function_gemma" objects with bare keys), converted to a JSON object. `head_chars` limits what a name header may
     contain (a regex character class): anything else means the text is not a call.
     A body may hold several calls: `list_open` / `list_close` wrap them and `separators`
     stand between them (pythonic `[f(a=1), g()]`, Olmo's one call per line).

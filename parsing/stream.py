@@ -166,6 +166,7 @@ class ParserStream:
             return end
         if action == M.TO_REASONING:
             self._state = M.REASONING
+            self._starts = self._m.starts[M.REASONING] or None  # a duplicate open tag, a label
         elif action == M.TO_CONTENT:
             self._state = M.CONTENT
             self._starts = self._m.starts[2] or None  # the answer starts: its triggers apply

@@ -1,73 +1,45 @@
-"""PyArgsScanner: incremental scan of Python keyword arguments `(k=v, ...)` into a JSON object."""
+"""LiteralArgsScanner: incremental scan of literal call arguments (`(k=v)`, `{k:v}`) into JSON."""
 from __future__ import annotations
 
 import json
-import math
 import re
-import unicodedata
 
 from parsing.json_stream import DONE, ERROR
+from parsing.literals import OCTAL, PYTHON, Dialect, atom_json, escape_json, json_char, json_text, typed_json
 
 # scanner modes: below JsonScanner's DONE and ERROR, which are shared (readers test `mode >= DONE`)
-OPEN, KWKEY, KWNAME, KWEQ, STAR, VALUE, DKEY, COLON, AFTER, STRING, ATOM = range(-11, 0)
+OPEN, KWKEY, KWNAME, KWEQ, STAR, VALUE, DKEY, COLON, AFTER, STRING, ATOM, DELIM = range(-12, 0)
 
 _WS = frozenset(" \t\r\n")
 _IDENT_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
 _ATOM_START = _IDENT_START | frozenset("0123456789+-.")
 _IDENT = re.compile(r"\w+")
 _ATOM = re.compile(r"[\w.+\-]+")
-_JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?\Z")
-_LITERALS = {"True": "true", "true": "true", "False": "false", "false": "false", "None": "null", "null": "null"}
 _PREFIXES = frozenset(("r", "u", "b", "br", "rb"))
-_CLOSE_CHAR = {")": ")", "]": "]", "t": ")", "}": "}", "S": "}"}
-_CLOSE_OUT = {")": "}", "]": "]", "t": "]", "}": "}", "S": ""}
-_SIMPLE_ESCAPES = {"n": "\\n", "t": "\\t", "r": "\\r", "b": "\\b", "f": "\\f", "\\": "\\\\", '"': '\\"',
-                   "'": "'", "a": "\\u0007", "v": "\\u000b", "\n": ""}
-_HEX_LEN = {"x": 2, "u": 4, "U": 8}
-_HEX = frozenset("0123456789abcdefABCDEF")
-_OCTAL = frozenset("01234567")
-# runs of string characters copied as they are, per (quote, raw)
+# container kinds on the stack: K the arguments, ] list, t tuple, } dict, S a `**{...}` dict
+_CLOSE_CHAR = {"]": "]", "t": ")", "}": "}", "S": "}"}
+_CLOSE_OUT = {"K": "}", "]": "]", "t": "]", "}": "}", "S": ""}
+_OPEN_OUT = {"K": "{", "]": "[", "t": "[", "}": "{", "S": ""}
+# runs of quoted-string characters copied as they are, per quote
 _RUNS = {q: re.compile("[^" + re.escape(q + '"') + "\\\\\x00-\x1f]+") for q in "'\""}
 
 
-def _json_char(ch: str) -> str:
-    return json.dumps(ch, ensure_ascii=False)[1:-1]
+class LiteralArgsScanner:
+    """Scans literal arguments fed in pieces and forwards the same arguments as a JSON object.
 
-
-def atom_json(atom: str) -> str | None:
-    """The JSON text of a Python (or JSON) literal name or number, or None."""
-    if atom in _LITERALS:
-        return _LITERALS[atom]
-    if _JSON_NUMBER.match(atom):
-        return atom
-    text = atom.replace("_", "")
-    try:
-        value: float | int = int(text, 0)
-    except ValueError:
-        try:
-            value = float(text)
-        except ValueError:
-            return None
-        if not math.isfinite(value):
-            return None
-    return json.dumps(value)
-
-
-class PyArgsScanner:
-    """Scans `(k=v, ...)` fed in pieces and forwards the same arguments as a JSON object.
-
-    Used by HeaderReader for pythonic calls. Python literals become JSON: strings in either
-    quote (raw and triple-quoted too), True/False/None and JSON's true/false/null, numbers
-    (underscores, hex, `1.`), lists, tuples (as arrays) and dicts (non-string keys become
-    strings); `**{...}` merges a dict into the arguments. Separators are written as ", " and
-    ": " whatever the input's spacing, so the output does not depend on how text is split.
-    The interface is JsonScanner's: scan(), mode, completion().
+    Used by HeaderReader for pythonic calls (the PYTHON dialect: strings in either quote, raw
+    and triple-quoted too, True/False/None and JSON's literals, numbers with underscores or
+    hex, lists, tuples as arrays, dicts with non-string keys made strings, `**{...}` merged)
+    and for Gemma's calls (bare keys, strings between delimiter tokens). Separators are
+    written as ", " and ": " whatever the input's spacing, so the output does not depend on
+    how text is split. The interface is JsonScanner's: scan(), mode, completion().
     """
 
-    __slots__ = ("stack", "filled", "mode", "word", "quote", "raw", "triple", "esc", "in_key",
-                 "element", "pending", "resume", "stars")
+    __slots__ = ("d", "stack", "filled", "mode", "word", "quote", "raw", "triple", "esc", "in_key",
+                 "element", "pending", "resume", "stars", "held")
 
-    def __init__(self) -> None:
+    def __init__(self, dialect: Dialect = PYTHON) -> None:
+        self.d = dialect
         self.stack: list[str] = []
         self.filled: list[bool | None] = []  # [level] something was written in it (None: a ** dict)
         self.mode = OPEN
@@ -77,6 +49,7 @@ class PyArgsScanner:
         self.esc: str | None = None  # characters after a backslash, while an escape is open
         self.resume = OPEN
         self.stars = 0
+        self.held: list[str] = []  # a typed delimited value, until its closing delimiter
 
     def scan(self, buf: str, pos: int) -> tuple[int, str]:
         """Consume buf from pos until the value ends, more text is needed, or an error."""
@@ -86,6 +59,8 @@ class PyArgsScanner:
             mode = self.mode
             if mode == STRING:
                 new = self._string(buf, pos, out)
+            elif mode == DELIM:
+                new = self._delimited(buf, pos, out)
             elif mode in (ATOM, KWNAME):
                 new = self._word(buf, pos, out)
             elif buf[pos] in _WS:
@@ -121,12 +96,15 @@ class PyArgsScanner:
     def _push(self, kind: str, out: list[str]) -> None:
         self.stack.append(kind)
         self.filled.append(None if kind == "S" else False)
-        out.append({")": "{", "]": "[", "t": "[", "}": "{", "S": ""}[kind])
+        out.append(_OPEN_OUT[kind])
 
     def _close(self, out: list[str]) -> None:
         out.append(_CLOSE_OUT[self.stack.pop()])
         self.filled.pop()
         self._after_value()
+
+    def _closer(self, kind: str) -> str:
+        return self.d.close if kind == "K" else _CLOSE_CHAR[kind]
 
     def _after_value(self) -> None:
         self.pending = False
@@ -136,50 +114,41 @@ class PyArgsScanner:
         ch, mode = buf[pos], self.mode
         top = self.stack[-1] if self.stack else ""
         if mode == OPEN:
-            if ch != "(":
+            if ch != self.d.open:
                 return self._fail(pos)
-            self._push(")", out)
+            self._push("K", out)
             self.mode = KWKEY
             return pos + 1
         if mode == AFTER:
             if ch == ",":
-                self.mode = KWKEY if top == ")" else DKEY if top in "}S" else VALUE
+                self.mode = KWKEY if top == "K" else DKEY if top in "}S" else VALUE
                 self.element = top in "]t"
                 return pos + 1
-            if ch == _CLOSE_CHAR[top]:
+            if ch == self._closer(top):
                 self._close(out)
                 return pos + 1
             return self._fail(pos)
         if mode == KWKEY:
-            if ch == ")" and top == ")":
+            if ch == self.d.close and top == "K":
                 self._close(out)
                 return pos + 1
-            if ch == "*":
+            if ch == "*" and self.d is PYTHON:
                 self.mode, self.stars = STAR, 1
                 return pos + 1
             if ch in _IDENT_START:
                 self.mode, self.word = KWNAME, ""
                 return pos
+            if self.d.key_sep == ":" and ch in self.d.quotes:  # an object dialect: a quoted key
+                return self._open_string(buf, pos, out, True, "")
             return self._fail(pos)
         if mode == STAR:
-            if ch == "*" and self.stars == 1:
-                self.stars = 2
-                return pos + 1
-            if ch == "{" and self.stars == 2:
-                self._push("S", out)
-                self.mode = DKEY
-                return pos + 1
-            return self._fail(pos)
-        if mode == KWEQ:
-            if ch != "=":
+            return self._star(ch, pos, out)
+        if mode in (KWEQ, COLON):
+            if ch != (self.d.key_sep if mode == KWEQ else ":"):
                 return self._fail(pos)
-            self._sep(out)
-            out.append(json.dumps(self.word, ensure_ascii=False) + ": ")
-            self.mode, self.element, self.pending = VALUE, False, True
-            return pos + 1
-        if mode == COLON:
-            if ch != ":":
-                return self._fail(pos)
+            if mode == KWEQ:
+                self._sep(out)
+                out.append(json.dumps(self.word, ensure_ascii=False))
             out.append(": ")
             self.mode, self.element, self.pending = VALUE, False, True
             return pos + 1
@@ -190,13 +159,26 @@ class PyArgsScanner:
             return self._item(buf, pos, out, key=True)
         return self._item(buf, pos, out, key=False)  # VALUE
 
+    def _star(self, ch: str, pos: int, out: list[str]) -> int:
+        if ch == "*" and self.stars == 1:
+            self.stars = 2
+            return pos + 1
+        if ch == "{" and self.stars == 2:
+            self._push("S", out)
+            self.mode = DKEY
+            return pos + 1
+        return self._fail(pos)
+
     def _item(self, buf: str, pos: int, out: list[str], key: bool) -> int:
         ch = buf[pos]
         top = self.stack[-1]
-        if not key and self.element and ch == _CLOSE_CHAR[top]:
+        if not key and self.element and ch == self._closer(top):
             self._close(out)  # an empty list or tuple, or a trailing comma
             return pos + 1
-        if ch in "'\"":
+        delim = self.d.delim
+        if delim and ch == delim[0]:
+            return self._open_delimited(buf, pos, out, key)
+        if ch in self.d.quotes:
             return self._open_string(buf, pos, out, key, "")
         if ch in _ATOM_START:
             self.mode, self.word, self.in_key = ATOM, "", key
@@ -210,7 +192,7 @@ class PyArgsScanner:
         self.mode, self.element = (DKEY, False) if ch == "{" else (VALUE, True)
         return pos + 1
 
-    # -- words: keyword names and literals --------------------------------------------
+    # -- words: argument names and literals --------------------------------------------
 
     def _word(self, buf: str, pos: int, out: list[str]) -> int:
         m = (_IDENT if self.mode == KWNAME else _ATOM).match(buf, pos)
@@ -224,9 +206,11 @@ class PyArgsScanner:
         if self.mode == KWNAME:
             self.mode = KWEQ
             return pos
-        if buf[pos] in "'\"" and self.word.lower() in _PREFIXES:
+        if self.d.quotes and buf[pos] in self.d.quotes and self.word.lower() in _PREFIXES:
             return self._open_string(buf, pos, out, self.in_key, self.word.lower())
         text = atom_json(self.word)
+        if text is None and self.in_key and self.d.bare_keys:
+            text = json.dumps(self.word, ensure_ascii=False)  # a bare key
         if text is None:
             return self._fail(pos)
         self._emit_atom(text, out)
@@ -243,7 +227,7 @@ class PyArgsScanner:
         out.append(text)
         self._after_value()
 
-    # -- strings -----------------------------------------------------------------------
+    # -- quoted strings (Python) -------------------------------------------------------
 
     def _open_string(self, buf: str, pos: int, out: list[str], key: bool, prefix: str) -> int:
         q, n = buf[pos], len(buf)
@@ -291,43 +275,69 @@ class PyArgsScanner:
                 out.append('\\"' if ch == '"' else ch)
                 pos += 1
             elif ch == "\\":
-                if self.raw:
-                    out.append("\\\\")
-                    if pos + 1 < n and buf[pos + 1] == self.quote:
-                        out.append(_json_char(self.quote))
-                        pos += 1
-                    elif pos + 1 >= n:
-                        self.esc = "raw"
-                        return pos + 1
-                    pos += 1
-                else:
-                    self.esc = ""
-                    pos += 1
+                out.append("\\\\" if self.raw else "")
+                self.esc = "raw" if self.raw else ""
+                pos += 1
             else:
-                out.append('\\"' if ch == '"' else _json_char(ch))
+                out.append('\\"' if ch == '"' else json_char(ch))
                 pos += 1
         return pos
 
     def _escape(self, buf: str, pos: int, out: list[str]) -> int:
         """Read one more character of an escape; emit its JSON form once it is complete."""
         esc, ch = self.esc, buf[pos]
-        if esc == "raw":  # a raw string's backslash at the end of the last piece
+        if esc == "raw":  # after a raw string's backslash, a quote is data
             self.esc = None
             if ch == self.quote:
-                out.append(_json_char(ch))
+                out.append(json_char(ch))
                 return pos + 1
             return pos
-        if esc and esc[0] in _OCTAL and (ch not in _OCTAL or len(esc) == 3):
+        if esc and esc[0] in OCTAL and (ch not in OCTAL or len(esc) == 3):
             self.esc = None
             out.append("\\u%04x" % int(esc, 8))
             return pos
         esc += ch
         self.esc = esc
-        done = _escape_json(esc)
+        done = escape_json(esc)
         if done is not None:
             self.esc = None
             out.append(done)
         return pos + 1
+
+    # -- delimited strings (Gemma) -----------------------------------------------------
+
+    def _open_delimited(self, buf: str, pos: int, out: list[str], key: bool) -> int:
+        delim = self.d.delim
+        if not buf.startswith(delim, pos):
+            if delim.startswith(buf[pos:]):
+                return pos  # the delimiter may still come: wait
+            return self._fail(pos)
+        self.in_key, self.held = key, []
+        if not self.d.typed_delim:
+            if key or self.element:
+                self._sep(out)
+            out.append('"')
+        self.mode = DELIM
+        return pos + len(delim)
+
+    def _delimited(self, buf: str, pos: int, out: list[str]) -> int:
+        delim = self.d.delim
+        end = buf.find(delim, pos)
+        stop = end if end >= 0 else _hold_point(buf, pos, delim)
+        text = buf[pos:stop]
+        if text:
+            if self.d.typed_delim:
+                self.held.append(text)
+            else:
+                out.append(json_text(text))
+        if end < 0:
+            return stop
+        if self.d.typed_delim:
+            self._emit_atom(typed_json("".join(self.held)) if not self.in_key
+                            else json.dumps("".join(self.held), ensure_ascii=False), out)
+        else:
+            self._end_string(out)
+        return end + len(delim)
 
     # -- truncation --------------------------------------------------------------------
 
@@ -335,8 +345,11 @@ class PyArgsScanner:
         """The text that closes what scan() forwarded into a JSON object (cut-off output)."""
         mode = self.resume if self.mode == ERROR else self.mode
         parts: list[str] = []
-        if mode == STRING:
+        if mode == STRING or (mode == DELIM and not self.d.typed_delim):
             parts.append('"' + (": null" if self.in_key else ""))
+        elif mode == DELIM and not self.in_key:
+            parts.append((", " if self.element and self.filled[self._level()] else "")
+                         + json.dumps("".join(self.held), ensure_ascii=False))
         elif mode == ATOM:
             text = atom_json(self.word)
             if text is not None and not self.in_key:
@@ -351,31 +364,9 @@ class PyArgsScanner:
         return "".join(parts)
 
 
-def _escape_json(esc: str) -> str | None:
-    """JSON text for a complete Python escape (the characters after the backslash), or None
-    while more characters are needed. An unknown escape keeps its backslash, as Python does."""
-    c = esc[0]
-    if c in _SIMPLE_ESCAPES:
-        return _SIMPLE_ESCAPES[c]
-    if c in _HEX_LEN:
-        digits = esc[1:]
-        if digits and digits[-1] not in _HEX:
-            return "\\\\" + "".join(_json_char(x) for x in esc)
-        if len(digits) < _HEX_LEN[c]:
-            return None
-        code = int(digits, 16)
-        return _json_char(chr(code)) if code < 0x110000 else "\\\\" + esc
-    if c == "N":
-        if len(esc) == 1:
-            return None
-        if esc[1] != "{":
-            return "\\\\N" + _json_char(esc[1])
-        if len(esc) == 2 or not esc.endswith("}"):
-            return None if len(esc) < 64 else "\\\\" + "".join(_json_char(x) for x in esc)
-        try:
-            return _json_char(unicodedata.lookup(esc[2:-1]))
-        except KeyError:
-            return "\\\\" + "".join(_json_char(x) for x in esc)
-    if c in _OCTAL:
-        return None  # octal digits end at the first non-octal character (or after three)
-    return "\\\\" + _json_char(c)
+def _hold_point(buf: str, pos: int, delim: str) -> int:
+    """Where a tail that could still grow into `delim` begins (len(buf) when none does)."""
+    for k in range(min(len(delim) - 1, len(buf) - pos), 0, -1):
+        if delim.startswith(buf[len(buf) - k:]):
+            return len(buf) - k
+    return len(buf)
