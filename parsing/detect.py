@@ -35,6 +35,8 @@ _RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("internlm", ("<|action_start|>",)),
     ("granite_20b_fc", ("<function_call>",)),
     ("granite_20b_fc", ("<|function_call_library|>",)),
+    ("granite", ("<|start_of_role|>", "<|tool_call|>")),
+    ("granite4", ("<|start_of_role|>", "<tool_call>")),
     ("granite", ("<|start_of_role|>",)),
     ("phi4_mini_json", ("functools",)),
     ("longcat", ("<longcat_tool_call>",)),

@@ -1,5 +1,5 @@
-"""Formats whose calls are JSON objects in tags: hermes, qwen3, ernie45, longcat, internlm,
-gigachat3, mistral, mistral_legacy."""
+"""Formats whose calls are JSON objects in tags: hermes, qwen3, ernie45, granite4, longcat,
+internlm, gigachat3, mistral, mistral_legacy."""
 from __future__ import annotations
 
 from parsing.spec import Envelope, Format, Header, Reasoning
@@ -33,6 +33,8 @@ QWEN3 = _tagged("qwen3", THINK, "<tool_call>", "</tool_call>", CHATML_ENDS)
 ERNIE45 = _tagged("ernie45", Reasoning("<think>", "</think>", ("<tool_call>",), starts_open=True), "<tool_call>",
                   "</tool_call>",
                   ("<response>", "</response>", "</s>"))
+# IBM Granite 4: hermes-like <tool_call>{...}</tool_call> (Granite 3 wrote a list after <|tool_call|>)
+GRANITE4 = _tagged("granite4", None, "<tool_call>", "</tool_call>", ("<|end_of_text|>",))
 LONGCAT = _tagged("longcat", Reasoning("<longcat_think>", "</longcat_think>"), "<longcat_tool_call>",
                   "</longcat_tool_call>", ("</longcat_s>", "<|im_end|>"))
 # InternLM2 / 2.5: <|action_start|><|plugin|>{"name", "parameters"}<|action_end|>
@@ -73,4 +75,4 @@ MISTRAL_LEGACY = Format(
             ("block_end", "]")),
 )
 
-FORMATS = (HERMES, QWEN3, ERNIE45, LONGCAT, INTERNLM, GIGACHAT3, MISTRAL, MISTRAL_LEGACY)
+FORMATS = (HERMES, QWEN3, ERNIE45, GRANITE4, LONGCAT, INTERNLM, GIGACHAT3, MISTRAL, MISTRAL_LEGACY)

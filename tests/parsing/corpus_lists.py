@@ -1,4 +1,4 @@
-"""Corpus: JSON calls in lists or tags (llama4_json, granite, granite_20b_fc, internlm, jamba, xlam,
+"""Corpus: JSON calls in lists or tags (llama4_json, granite, granite4, granite_20b_fc, internlm, jamba, xlam,
 phi4_mini_json, hunyuan_a13b, ernie45, longcat, gigachat3, apertus)."""
 from __future__ import annotations
 
@@ -32,6 +32,13 @@ GRANITE = [
          calls=((W, {"city": "Paris"}),)),
     Case("granite", "truncated", '<|tool_call|>[{"name": "get_weather", "arguments": {"city": "Pa',
          calls=((W, {"city": "Pa"}),)),
+]
+
+GRANITE4 = [
+    Case("granite4", "call", "I'll check.<tool_call>\n" + PARIS + "\n</tool_call><|end_of_text|>", content="I'll check.",
+         calls=((W, {"city": "Paris"}),)),
+    Case("granite4", "parallel", "<tool_call>\n" + PARIS + "\n</tool_call>\n<tool_call>\n" + TIME + "\n</tool_call>",
+         calls=((W, {"city": "Paris"}), ("get_time", {}))),
 ]
 
 GRANITE_20B_FC = [
@@ -128,5 +135,5 @@ APERTUS = [
     Case("apertus", "truncated", '<|tools_prefix|>[{"get_weather": {"city": "Ge', calls=((W, {"city": "Ge"}),)),
 ]
 
-CASES = (LLAMA4_JSON + GRANITE + GRANITE_20B_FC + INTERNLM + JAMBA + XLAM + PHI4_MINI + HUNYUAN + ERNIE45 + LONGCAT
+CASES = (LLAMA4_JSON + GRANITE + GRANITE4 + GRANITE_20B_FC + INTERNLM + JAMBA + XLAM + PHI4_MINI + HUNYUAN + ERNIE45 + LONGCAT
          + GIGACHAT3 + APERTUS)

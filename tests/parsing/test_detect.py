@@ -32,7 +32,7 @@ def test_every_added_family_has_template_data() -> None:
     detected = {entry["format"] for entry in FAMILIES.values()}
     added = {"pythonic", "llama4_pythonic", "olmo3", "llama4_json", "granite", "granite_20b_fc", "internlm",
              "jamba", "xlam", "phi4_mini_json", "hunyuan_a13b", "step3", "ernie45", "longcat", "gigachat3",
-             "apertus", "lfm2", "cohere_command3", "cohere_command4", "gemma4", "functiongemma"}
+             "apertus", "lfm2", "cohere_command3", "cohere_command4", "gemma4", "functiongemma", "granite4"}
     assert added <= detected
     # the rest are modes or aliases of detected families, chosen by name
     aliases = {"qwen3_xml": "qwen3_coder", "mimo": "qwen3_coder", "nemotron_v3": "qwen3_coder",
