@@ -5,7 +5,8 @@ import json
 import re
 
 from parsing.json_stream import DONE, ERROR
-from parsing.literals import OCTAL, PYTHON, Dialect, atom_json, escape_json, json_char, json_text, typed_json
+from parsing.literal_strings import DelimitedString, QuotedString
+from parsing.literals import PYTHON, Dialect, atom_json, typed_json
 
 # scanner modes: below JsonScanner's DONE and ERROR, which are shared (readers test `mode >= DONE`)
 OPEN, KWKEY, KWNAME, KWEQ, STAR, VALUE, DKEY, COLON, AFTER, STRING, ATOM, DELIM = range(-12, 0)
@@ -20,8 +21,6 @@ _PREFIXES = frozenset(("r", "u", "b", "br", "rb"))
 _CLOSE_CHAR = {"]": "]", "t": ")", "}": "}", "S": "}"}
 _CLOSE_OUT = {"K": "}", "]": "]", "t": "]", "}": "}", "S": ""}
 _OPEN_OUT = {"K": "{", "]": "[", "t": "[", "}": "{", "S": ""}
-# runs of quoted-string characters copied as they are, per quote
-_RUNS = {q: re.compile("[^" + re.escape(q + '"') + "\\\\\x00-\x1f]+") for q in "'\""}
 
 
 class LiteralArgsScanner:
@@ -35,8 +34,8 @@ class LiteralArgsScanner:
     how text is split. The interface is JsonScanner's: scan(), mode, completion().
     """
 
-    __slots__ = ("d", "stack", "filled", "mode", "word", "quote", "raw", "triple", "esc", "in_key",
-                 "element", "pending", "resume", "stars", "held")
+    __slots__ = ("d", "stack", "filled", "mode", "word", "string", "in_key", "element", "pending",
+                 "resume", "stars")
 
     def __init__(self, dialect: Dialect = PYTHON) -> None:
         self.d = dialect
@@ -44,12 +43,10 @@ class LiteralArgsScanner:
         self.filled: list[bool | None] = []  # [level] something was written in it (None: a ** dict)
         self.mode = OPEN
         self.word = ""
-        self.quote = '"'
-        self.raw = self.triple = self.in_key = self.element = self.pending = False
-        self.esc: str | None = None  # characters after a backslash, while an escape is open
+        self.string: QuotedString | DelimitedString | None = None  # the string being read
+        self.in_key = self.element = self.pending = False
         self.resume = OPEN
         self.stars = 0
-        self.held: list[str] = []  # a typed delimited value, until its closing delimiter
 
     def scan(self, buf: str, pos: int) -> tuple[int, str]:
         """Consume buf from pos until the value ends, more text is needed, or an error."""
@@ -57,10 +54,8 @@ class LiteralArgsScanner:
         out: list[str] = []
         while pos < n and self.mode < DONE:
             mode = self.mode
-            if mode == STRING:
+            if mode in (STRING, DELIM):
                 new = self._string(buf, pos, out)
-            elif mode == DELIM:
-                new = self._delimited(buf, pos, out)
             elif mode in (ATOM, KWNAME):
                 new = self._word(buf, pos, out)
             elif buf[pos] in _WS:
@@ -144,20 +139,24 @@ class LiteralArgsScanner:
         if mode == STAR:
             return self._star(ch, pos, out)
         if mode in (KWEQ, COLON):
-            if ch != (self.d.key_sep if mode == KWEQ else ":"):
-                return self._fail(pos)
-            if mode == KWEQ:
-                self._sep(out)
-                out.append(json.dumps(self.word, ensure_ascii=False))
-            out.append(": ")
-            self.mode, self.element, self.pending = VALUE, False, True
-            return pos + 1
+            return self._key_sep(ch, pos, out)
         if mode == DKEY:
             if ch == "}" and top in "}S":
                 self._close(out)
                 return pos + 1
             return self._item(buf, pos, out, key=True)
         return self._item(buf, pos, out, key=False)  # VALUE
+
+    def _key_sep(self, ch: str, pos: int, out: list[str]) -> int:
+        """After an argument's name (KWEQ) or a dict key (COLON): its separator, then the value."""
+        if ch != (self.d.key_sep if self.mode == KWEQ else ":"):
+            return self._fail(pos)
+        if self.mode == KWEQ:
+            self._sep(out)
+            out.append(json.dumps(self.word, ensure_ascii=False))
+        out.append(": ")
+        self.mode, self.element, self.pending = VALUE, False, True
+        return pos + 1
 
     def _star(self, ch: str, pos: int, out: list[str]) -> int:
         if ch == "*" and self.stars == 1:
@@ -227,7 +226,7 @@ class LiteralArgsScanner:
         out.append(text)
         self._after_value()
 
-    # -- quoted strings (Python) -------------------------------------------------------
+    # -- strings ---------------------------------------------------------------------
 
     def _open_string(self, buf: str, pos: int, out: list[str], key: bool, prefix: str) -> int:
         q, n = buf[pos], len(buf)
@@ -236,75 +235,9 @@ class LiteralArgsScanner:
         triple = buf.startswith(q * 3, pos)
         if key or self.element:
             self._sep(out)
-        self.quote, self.raw, self.triple, self.in_key = q, "r" in prefix, triple, key
-        self.esc = None
-        self.mode = STRING
+        self.string, self.in_key, self.mode = QuotedString(q, "r" in prefix, triple), key, STRING
         out.append('"')
         return pos + (3 if triple else 1)
-
-    def _end_string(self, out: list[str]) -> None:
-        out.append('"')
-        if self.in_key:
-            self.mode = COLON
-        else:
-            self._after_value()
-
-    def _string(self, buf: str, pos: int, out: list[str]) -> int:
-        n = len(buf)
-        run = _RUNS[self.quote]
-        while pos < n:
-            if self.esc is not None:
-                pos = self._escape(buf, pos, out)
-                continue
-            m = run.match(buf, pos)
-            if m:
-                out.append(m.group())
-                pos = m.end()
-                if pos >= n:
-                    break
-            ch = buf[pos]
-            if ch == self.quote:
-                if not self.triple:
-                    self._end_string(out)
-                    return pos + 1
-                if pos + 2 >= n and buf[pos:] == ch * (n - pos):
-                    return pos  # maybe the closing triple quote: wait
-                if buf.startswith(ch * 3, pos):
-                    self._end_string(out)
-                    return pos + 3
-                out.append('\\"' if ch == '"' else ch)
-                pos += 1
-            elif ch == "\\":
-                out.append("\\\\" if self.raw else "")
-                self.esc = "raw" if self.raw else ""
-                pos += 1
-            else:
-                out.append('\\"' if ch == '"' else json_char(ch))
-                pos += 1
-        return pos
-
-    def _escape(self, buf: str, pos: int, out: list[str]) -> int:
-        """Read one more character of an escape; emit its JSON form once it is complete."""
-        esc, ch = self.esc, buf[pos]
-        if esc == "raw":  # after a raw string's backslash, a quote is data
-            self.esc = None
-            if ch == self.quote:
-                out.append(json_char(ch))
-                return pos + 1
-            return pos
-        if esc and esc[0] in OCTAL and (ch not in OCTAL or len(esc) == 3):
-            self.esc = None
-            out.append("\\u%04x" % int(esc, 8))
-            return pos
-        esc += ch
-        self.esc = esc
-        done = escape_json(esc)
-        if done is not None:
-            self.esc = None
-            out.append(done)
-        return pos + 1
-
-    # -- delimited strings (Gemma) -----------------------------------------------------
 
     def _open_delimited(self, buf: str, pos: int, out: list[str], key: bool) -> int:
         delim = self.d.delim
@@ -312,32 +245,28 @@ class LiteralArgsScanner:
             if delim.startswith(buf[pos:]):
                 return pos  # the delimiter may still come: wait
             return self._fail(pos)
-        self.in_key, self.held = key, []
-        if not self.d.typed_delim:
+        typed = self.d.typed_delim and not key
+        if not typed:  # a typed value is written whole at its end, like a number
             if key or self.element:
                 self._sep(out)
             out.append('"')
-        self.mode = DELIM
+        self.string, self.in_key, self.mode = DelimitedString(delim, typed), key, DELIM
         return pos + len(delim)
 
-    def _delimited(self, buf: str, pos: int, out: list[str]) -> int:
-        delim = self.d.delim
-        end = buf.find(delim, pos)
-        stop = end if end >= 0 else _hold_point(buf, pos, delim)
-        text = buf[pos:stop]
-        if text:
-            if self.d.typed_delim:
-                self.held.append(text)
-            else:
-                out.append(json_text(text))
-        if end < 0:
-            return stop
-        if self.d.typed_delim:
-            self._emit_atom(typed_json("".join(self.held)) if not self.in_key
-                            else json.dumps("".join(self.held), ensure_ascii=False), out)
+    def _string(self, buf: str, pos: int, out: list[str]) -> int:
+        string = self.string
+        pos, ended = string.read(buf, pos, out)
+        if not ended:
+            return pos
+        if isinstance(string, DelimitedString) and string.typed:
+            self._emit_atom(typed_json(string.text), out)
         else:
-            self._end_string(out)
-        return end + len(delim)
+            out.append('"')
+            if self.in_key:
+                self.mode = COLON
+            else:
+                self._after_value()
+        return pos
 
     # -- truncation --------------------------------------------------------------------
 
@@ -345,11 +274,12 @@ class LiteralArgsScanner:
         """The text that closes what scan() forwarded into a JSON object (cut-off output)."""
         mode = self.resume if self.mode == ERROR else self.mode
         parts: list[str] = []
-        if mode == STRING or (mode == DELIM and not self.d.typed_delim):
+        typed = isinstance(self.string, DelimitedString) and self.string.typed
+        if mode == STRING or (mode == DELIM and not typed):
             parts.append('"' + (": null" if self.in_key else ""))
-        elif mode == DELIM and not self.in_key:
+        elif mode == DELIM:
             parts.append((", " if self.element and self.filled[self._level()] else "")
-                         + json.dumps("".join(self.held), ensure_ascii=False))
+                         + json.dumps(self.string.text, ensure_ascii=False))
         elif mode == ATOM:
             text = atom_json(self.word)
             if text is not None and not self.in_key:
@@ -363,10 +293,3 @@ class LiteralArgsScanner:
         parts.extend(_CLOSE_OUT[c] for c in reversed(self.stack))
         return "".join(parts)
 
-
-def _hold_point(buf: str, pos: int, delim: str) -> int:
-    """Where a tail that could still grow into `delim` begins (len(buf) when none does)."""
-    for k in range(min(len(delim) - 1, len(buf) - pos), 0, -1):
-        if delim.startswith(buf[len(buf) - k:]):
-            return len(buf) - k
-    return len(buf)

@@ -1,5 +1,4 @@
-"""Google Gemma 4 and FunctionGemma: `call:NAME{key:value}` calls with bare keys and string
-delimiter tokens, one call per tool-call token pair."""
+"""Gemma 4 and FunctionGemma: `call:NAME{key:value}` calls with bare keys and string delimiters."""
 from __future__ import annotations
 
 from parsing.spec import Format, Header, Reasoning

@@ -1,6 +1,4 @@
-"""Formats whose calls are JSON objects or lists of them, often at the start of the answer:
-llama3_json, llama4_json, granite, granite_20b_fc, jamba, hunyuan_a13b, xlam, phi4_mini_json,
-apertus, cohere_command3/4."""
+"""Formats whose calls are JSON lists or objects, often as the answer's start: llama, granite, ..."""
 from __future__ import annotations
 
 from dataclasses import replace

@@ -1,5 +1,4 @@
-"""Formats whose calls are JSON objects in tags: hermes, qwen3, ernie45, granite4, longcat,
-internlm, gigachat3, mistral, mistral_legacy."""
+"""Formats whose calls are JSON objects in or after tags: hermes, qwen3, ernie45, granite4, ..."""
 from __future__ import annotations
 
 from parsing.spec import Envelope, Format, Header, Reasoning

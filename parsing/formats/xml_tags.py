@@ -1,5 +1,4 @@
-"""Formats with XML-like parameters: qwen3_coder (and its aliases qwen3_xml, mimo, nemotron_v3),
-step3p5, seed_oss, glm45, glm47, minimax_m2 and its append-think mode."""
+"""Formats with XML-like parameters: qwen3_coder and its aliases, seed_oss, glm, minimax_m2."""
 from __future__ import annotations
 
 from dataclasses import replace
