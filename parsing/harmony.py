@@ -33,6 +33,9 @@ class HarmonyHeaderReader:
     def finish(self) -> None:
         self.outcome = M.TO_CONTENT
 
+    def fast(self, text: str) -> bool:
+        return False
+
     def step(self, buf: str, pos: int, final: bool) -> int:
         hit = _MESSAGE.search(buf, pos)
         if hit is None:

@@ -51,6 +51,14 @@ class HeaderReader:
             self.sink.text(CONTENT, "".join(self.raw))
         self.outcome = BODY_END
 
+    def fast(self, text: str) -> bool:
+        if self.state == "args" and self.guess_id is None and self.scan is not None:
+            out = self.scan.plain(text)
+            if out is not None:
+                self.sink.args(out)
+                return True
+        return False
+
     def step(self, buf: str, pos: int, final: bool) -> int:
         self.at = pos
         new = _HEADER_STEPS[self.state](self, buf, pos, final)

@@ -91,6 +91,14 @@ class EnvelopeReader:
             self.raw.append(buf[self.at:new])  # text of an object that may turn out not a call
         return new
 
+    def fast(self, text: str) -> bool:
+        if self.state == "value" and self.cap is None:
+            out = self.scan.plain(text)
+            if out is not None:
+                self.sink.args(out)
+                return True
+        return False
+
     def finish(self) -> None:
         """End of output inside the body: close a started call's arguments, drop the rest."""
         if self.started:

@@ -69,6 +69,13 @@ class LiteralArgsScanner:
             pos = new
         return pos, "".join(out)
 
+    def plain(self, text: str) -> str | None:
+        """The text to forward when `text` is all plain characters inside a string (then it
+        is consumed), else None (scan() must read it)."""
+        if self.mode in (STRING, DELIM):
+            return self.string.plain(text)
+        return None
+
     # -- structure ---------------------------------------------------------------------
 
     def _fail(self, pos: int) -> int:

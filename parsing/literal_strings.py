@@ -20,6 +20,12 @@ class QuotedString:
         self.quote, self.raw, self.triple = quote, raw, triple
         self.esc: str | None = None  # characters after a backslash, while an escape is open
 
+    def plain(self, text: str) -> str | None:
+        """`text` as it is forwarded when it holds no quote, backslash or control character."""
+        if self.esc is None and _RUNS[self.quote].fullmatch(text):
+            return text
+        return None
+
     def read(self, buf: str, pos: int, out: list[str]) -> tuple[int, bool]:
         n, q = len(buf), self.quote
         run = _RUNS[q]
@@ -82,6 +88,12 @@ class DelimitedString:
     def __init__(self, delim: str, typed: bool) -> None:
         self.delim, self.typed = delim, typed
         self.held: list[str] = []
+
+    def plain(self, text: str) -> str | None:
+        """`text` as it is forwarded when no delimiter can start in it (typed values wait)."""
+        if self.typed or self.delim[0] in text:
+            return None
+        return json_text(text)
 
     def read(self, buf: str, pos: int, out: list[str]) -> tuple[int, bool]:
         end = buf.find(self.delim, pos)

@@ -22,6 +22,7 @@ class Reader(Protocol):
 
     def step(self, buf: str, pos: int, final: bool) -> int: ...
     def finish(self) -> None: ...
+    def fast(self, text: str) -> bool: ...  # consumed whole as plain argument text (a fast path)
 
 
 class ParserStream:
@@ -80,9 +81,12 @@ class ParserStream:
             self._sink.end_segment()
             self._prefix = ""
         state = self._state
-        if state <= M.CONTENT and self._starts is None and not self._pending:
-            if self._m.lexicons[state].starts_search(text) is None:  # fast path: plain text
-                self._sink.text(state, text)  # REASONING and CONTENT share codes with the sink
+        if not self._pending and text:
+            if state <= M.CONTENT:
+                if self._starts is None and self._m.lexicons[state].starts_search(text) is None:
+                    self._sink.text(state, text)  # fast path: plain text (REASONING and CONTENT
+                    return self._sink.take()      # share codes with the sink)
+            elif state == M.READER and self._reader.fast(text):  # fast path: inside a string value
                 return self._sink.take()
         if text:
             buf = self._pending + text if self._pending else text

@@ -79,6 +79,16 @@ class XmlCallReader:
     def step(self, buf: str, pos: int, final: bool) -> int:
         return _XML_STEPS[self.state](self, buf, pos, final)
 
+    def fast(self, text: str) -> bool:
+        """A piece of a string value with no tag in it and no framing newline to trim."""
+        if self.state != "value" or not self.kind.streamable or self.dup or self.plan.value.starts_search(text):
+            return False
+        if self.plan.xml.strip_newline and (self.first or self.nl or text[-1] == "\n"):
+            return False
+        self.sink.args(escape(text))
+        self.first = False
+        return True
+
     def finish(self) -> None:
         """End of output: close an open string value and the arguments object."""
         if self.state in ("vopen", "value") and self.kind.streamable and not self.dup:
