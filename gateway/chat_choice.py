@@ -45,7 +45,8 @@ class ChoiceState:
         self.timer.tick(len(out.token_ids))
         self.num_tokens += len(out.token_ids)
         self.num_cached_tokens = max(self.num_cached_tokens, out.num_cached_tokens)
-        parts = self.stream.feed(out.text) if out.text else DeltaParts()
+        # the token ids go along: a marker whose control token was skipped has no text
+        parts = self.stream.feed(out.text, out.token_ids) if out.text or out.token_ids else DeltaParts()
         if out.finished:
             parts.extend(self.stream.close())
         self.builder.add(parts)

@@ -7,7 +7,8 @@ non-streaming reply is the `MessageBuilder` sum of the same deltas, so they agre
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from types import MappingProxyType
+from typing import Any, Mapping, Protocol, Sequence
 
 from schemas.openai import ChatDelta, FunctionDelta, ToolCallDelta
 
@@ -63,11 +64,12 @@ def _tool_delta(part: ToolCallPart) -> ToolCallDelta:
 
 
 class OutputStream(Protocol):
-    """Turns one choice's text deltas into chat deltas; `close()` flushes what was held back."""
+    """Turns one choice's text deltas into chat deltas; `close()` flushes what was held back.
+    `token_ids` are the delta's tokens (a marker the detokenizer skipped is known by its id)."""
 
     num_tool_calls: int
 
-    def feed(self, text: str) -> DeltaParts: ...
+    def feed(self, text: str, token_ids: Sequence[int] | None = None) -> DeltaParts: ...
 
     def close(self) -> DeltaParts: ...
 
@@ -77,7 +79,7 @@ class PlainOutput:
 
     num_tool_calls = 0
 
-    def feed(self, text: str) -> DeltaParts:
+    def feed(self, text: str, token_ids: Sequence[int] | None = None) -> DeltaParts:
         return DeltaParts(content=text)
 
     def close(self) -> DeltaParts:
@@ -98,8 +100,8 @@ class ParsedOutput:
         self._max_calls = max_calls
         self.num_tool_calls = 0
 
-    def feed(self, text: str) -> DeltaParts:
-        return self._convert(self._stream.feed(text))
+    def feed(self, text: str, token_ids: Sequence[int] | None = None) -> DeltaParts:
+        return self._convert(self._stream.feed(text, token_ids))
 
     def close(self) -> DeltaParts:
         return self._convert(self._stream.close())
@@ -133,10 +135,12 @@ def _add_arguments(calls: list[ToolCallPart], index: int, text: str) -> None:
 @dataclass(frozen=True, slots=True)
 class ParserConfig:
     """Which output format to parse; from the CLI's --tool-parser / --reasoning-parser
-    (a format name of parsing/, or "auto": detected from the chat template at startup)."""
+    (a format name of parsing/, or "auto": detected from the chat template at startup).
+    `marker_ids` (filled at startup) maps each format to its markers' control-token ids."""
 
     tool_parser: str | None = None
     reasoning_parser: str | None = None
+    marker_ids: Mapping[str, Mapping[int, str]] = field(default_factory=lambda: MappingProxyType({}))
 
 
 def resolve_parsers(config: ParserConfig, tokenizer: Any) -> ParserConfig:
@@ -155,7 +159,27 @@ def resolve_parsers(config: ParserConfig, tokenizer: Any) -> ParserConfig:
         if name is not None and name not in parsing.formats():
             raise ValueError(f"unknown parser format {name!r}; known: {', '.join(parsing.formats())}")
         names.append(name)
-    return ParserConfig(tool_parser=names[0], reasoning_parser=names[1])
+    ids = MappingProxyType({n: marker_token_ids(tokenizer, parsing.marker_tokens(n)) for n in set(names) if n})
+    return ParserConfig(tool_parser=names[0], reasoning_parser=names[1], marker_ids=ids)
+
+
+def marker_token_ids(tokenizer: Any, markers: Sequence[str]) -> Mapping[int, str]:
+    """The markers that are single tokens which skip_special_tokens drops, by token id."""
+    found: dict[int, str] = {}
+    convert = getattr(tokenizer, "convert_tokens_to_ids", None)
+    if convert is None:
+        return MappingProxyType(found)
+    for marker in markers:
+        try:
+            token_id = convert(marker)
+            if not isinstance(token_id, int) or token_id == getattr(tokenizer, "unk_token_id", None):
+                continue
+            if (tokenizer.decode([token_id], skip_special_tokens=False) == marker
+                    and tokenizer.decode([token_id], skip_special_tokens=True) == ""):
+                found[token_id] = marker
+        except (TypeError, ValueError, KeyError, IndexError, OverflowError):  # the marker stays text-only
+            continue
+    return MappingProxyType(found)
 
 
 def open_output(config: ParserConfig, tools: list[dict] | None, starts_in_reasoning: bool,
@@ -168,7 +192,8 @@ def open_output(config: ParserConfig, tools: list[dict] | None, starts_in_reason
         return PlainOutput()
     import parsing
 
-    return ParsedOutput(parsing.open_stream(fmt, tools or [], starts_in_reasoning), max_calls)
+    stream = parsing.open_stream(fmt, tools or [], starts_in_reasoning, marker_ids=config.marker_ids.get(fmt))
+    return ParsedOutput(stream, max_calls)
 
 
 class MessageBuilder:

@@ -7,7 +7,9 @@
 """
 from __future__ import annotations
 
-from parsing.compiled import COMPILED, COMPILED_NO_CALLS, Compiled, reader_factory
+from typing import Mapping
+
+from parsing.compiled import COMPILED, COMPILED_NO_CALLS, Compiled, reader_factory, special_markers
 from parsing.detect import detect_format
 from parsing.events import (ContentDelta, Event, Parsed, ReasoningDelta, ToolCall, ToolCallArgs,
                             ToolCallStart, collect)
@@ -18,7 +20,7 @@ from parsing.stream import ParserStream
 __all__ = [
     "ContentDelta", "Event", "Parsed", "ParserStream", "ReasoningDelta", "ToolCall",
     "ToolCallArgs", "ToolCallStart", "call_syntax", "collect", "detect_format", "formats",
-    "open_stream", "parse", "reasoning_tags",
+    "marker_tokens", "open_stream", "parse", "prompt_opens_reasoning", "reasoning_tags",
 ]
 
 
@@ -35,15 +37,17 @@ def _compiled(format: str, calls: bool = True) -> Compiled:
 
 
 def open_stream(format: str, tools: list[dict] | None = None, starts_in_reasoning: bool = False,
-                *, calls: bool = True) -> ParserStream:
+                *, calls: bool = True, marker_ids: Mapping[int, str] | None = None) -> ParserStream:
     """Start parsing one model output in `format`; `tools` type XML-style argument values.
 
     `starts_in_reasoning`: the prompt already opened the reasoning section. `calls=False`
-    (tool_choice "none") leaves tool-call markup in the content, unparsed.
+    (tool_choice "none") leaves tool-call markup in the content, unparsed. `marker_ids` maps
+    the token ids of the format's markers (`marker_tokens`) to their text, so that
+    `feed(text, token_ids)` recognises a marker whose token the detokenizer skipped.
     """
     c = _compiled(format, calls)
     sink = Sink(c.machine.fmt.id_style)
-    return ParserStream(c.machine, reader_factory(c, tools), sink, starts_in_reasoning)
+    return ParserStream(c.machine, reader_factory(c, tools), sink, starts_in_reasoning, marker_ids)
 
 
 def parse(text: str, format: str, tools: list[dict] | None = None,
@@ -63,6 +67,22 @@ def call_syntax(format: str) -> dict | None:
     """
     syntax = _compiled(format).machine.fmt.syntax
     return dict(syntax) if syntax else None
+
+
+def marker_tokens(format: str) -> tuple[str, ...]:
+    """The marker strings of a format that a tokenizer may hold as single (control) tokens;
+    map the ones that are special tokens to their ids for `open_stream(marker_ids=...)`."""
+    return special_markers(_compiled(format))
+
+
+def prompt_opens_reasoning(format: str, prompt: str) -> bool:
+    """True when the rendered prompt ends inside the format's reasoning section (its open
+    tag is the prompt's last text), so the output starts in reasoning."""
+    r = _compiled(format).machine.fmt.reasoning
+    if r is None:
+        return False
+    tail = prompt.rstrip()
+    return r.starts_open or any(tail.endswith(tag) for tag in r.opens)
 
 
 def reasoning_tags(format: str) -> tuple[str, str] | None:

@@ -7,7 +7,7 @@ from typing import Callable
 
 from parsing import machine as M
 from parsing.formats import REGISTRY
-from parsing.harmony import HarmonyHeaderReader
+from parsing.harmony import MESSAGE, HarmonyHeaderReader
 from parsing.header_calls import HeaderReader
 from parsing.json_calls import EnvelopeReader, JsonPlan, json_plan
 from parsing.sink import Sink
@@ -31,6 +31,21 @@ def compile_one(fmt: Format) -> Compiled:
     else:
         plan = None
     return Compiled(M.compile_format(fmt), plan)
+
+
+def special_markers(c: Compiled) -> tuple[str, ...]:
+    """Every marker string the format's scanner and readers look for (and its token markers):
+    the strings a tokenizer may turn into single control tokens."""
+    found = {m for lex in c.machine.lexicons for m in lex.markers}
+    found |= {t for starts in c.machine.starts for t, _ in starts}
+    for attr in ("closers", "params", "param_stop", "value"):
+        lex = getattr(c.plan, attr, None)
+        if lex is not None:
+            found |= set(lex.markers)
+    if c.machine.fmt.harmony:
+        found |= {MESSAGE, "<|constrain|>"}
+    found |= set(c.machine.fmt.token_markers)
+    return tuple(sorted(found))
 
 
 def without_calls(fmt: Format) -> Format:
@@ -59,9 +74,9 @@ def _builtin(obj: object) -> object:
         return None
 
 
-def tool_properties(tools: list | None) -> dict[str, dict]:
-    """Map each tool's name to its parameters' `properties` schema."""
-    props: dict[str, dict] = {}
+def _tool_parameters(tools: list | None) -> dict[str, dict]:
+    """Map each tool's name to its `parameters` schema (a dict, maybe empty)."""
+    found: dict[str, dict] = {}
     for tool in tools or ():
         tool = _builtin(tool)
         if not isinstance(tool, dict):
@@ -69,15 +84,35 @@ def tool_properties(tools: list | None) -> dict[str, dict]:
         fn = tool.get("function", tool)
         if isinstance(fn, dict) and isinstance(fn.get("name"), str):
             params = fn.get("parameters")
-            p = params.get("properties") if isinstance(params, dict) else None
-            props[fn["name"]] = p if isinstance(p, dict) else {}
+            found[fn["name"]] = params if isinstance(params, dict) else {}
+    return found
+
+
+def tool_properties(tools: list | None) -> dict[str, dict]:
+    """Map each tool's name to its parameters' `properties` schema."""
+    props: dict[str, dict] = {}
+    for name, params in _tool_parameters(tools).items():
+        p = params.get("properties")
+        props[name] = p if isinstance(p, dict) else {}
     return props
+
+
+def tool_keys(tools: list | None) -> dict[str, tuple[frozenset, frozenset]]:
+    """Map each tool's name to (its parameter names, its required parameter names)."""
+    keys = {}
+    for name, params in _tool_parameters(tools).items():
+        props, required = params.get("properties"), params.get("required")
+        keys[name] = (frozenset(props) if isinstance(props, dict) else frozenset(),
+                      frozenset(r for r in required if isinstance(r, str)) if isinstance(required, list)
+                      else frozenset())
+    return keys
 
 
 def reader_factory(c: Compiled, tools: list[dict] | None) -> Callable[[Sink, str, str], object]:
     """The function a stream calls to start reading a call body at a marker."""
     fmt, plan = c.machine.fmt, c.plan
     props = tool_properties(tools) if isinstance(plan, XmlPlan) else {}
+    keys = tool_keys(tools) if isinstance(plan, JsonPlan) and plan.guess else None
 
     def new_reader(sink: Sink, action: str, marker: str) -> object:
         if action == M.HEADER:
@@ -85,7 +120,7 @@ def reader_factory(c: Compiled, tools: list[dict] | None) -> Callable[[Sink, str
         if isinstance(plan, XmlPlan):
             return XmlCallReader(sink, plan, props)
         if isinstance(fmt.body, Envelope):
-            return EnvelopeReader(sink, plan)
-        return HeaderReader(sink, plan)
+            return EnvelopeReader(sink, plan, array=action == M.BLOCK and marker.endswith("["))
+        return HeaderReader(sink, plan, keys=keys)
 
     return new_reader

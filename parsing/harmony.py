@@ -18,8 +18,8 @@ _MAX_HEADER = 512
 
 class HarmonyHeaderReader:
     """Reads `<|start|>assistant to=... <|channel|>X ...<|message|>` and decides what the
-    message body is: analysis is reasoning, final and recipient-less commentary are content,
-    a `functions.NAME` recipient makes the body a call's JSON arguments."""
+    message body is: analysis is reasoning, final and recipient-less commentary (a preamble)
+    are content, a `functions.NAME` recipient makes the body a call's JSON arguments."""
 
     __slots__ = ("sink", "plan", "outcome", "parts", "next_reader", "state")
 
@@ -32,6 +32,9 @@ class HarmonyHeaderReader:
 
     def finish(self) -> None:
         self.outcome = M.TO_CONTENT
+
+    def fast(self, text: str) -> bool:
+        return False
 
     def step(self, buf: str, pos: int, final: bool) -> int:
         hit = _MESSAGE.search(buf, pos)
@@ -52,7 +55,9 @@ class HarmonyHeaderReader:
         if target.startswith("functions.") and len(target) > len("functions."):
             self.next_reader = HeaderReader(self.sink, self.plan, target[len("functions."):])
             self.outcome = "reader"
-        elif (channel and channel.group(1) == "analysis") or target:
-            self.outcome = M.TO_REASONING
-        else:
-            self.outcome = M.TO_CONTENT
+            return
+        # each message is its own paragraph: a preamble and the final answer are both
+        # content, joined by a newline (as vLLM joins them), and so are analysis messages
+        kind = M.REASONING if (channel and channel.group(1) == "analysis") or target else M.CONTENT
+        self.sink.separate(kind)
+        self.outcome = M.TO_REASONING if kind == M.REASONING else M.TO_CONTENT

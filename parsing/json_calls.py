@@ -18,19 +18,24 @@ CALL_END, BLOCK_END, BODY_END, NOT_A_CALL = "call_end", "block_end", "body_end",
 
 @dataclass(frozen=True, slots=True)
 class JsonPlan:
-    """Compiled data for JSON-argument readers."""
+    """Compiled data for JSON-argument readers (and the python-argument ones of Header)."""
     envelope: Envelope | None
+    header: Header | None
     patterns: tuple[re.Pattern[str], ...]
-    closers: Lexicon
-    call_close: str | None
+    closers: Lexicon  # call and block closers
+    call_close: tuple[str, ...]
+    head_bad: re.Pattern[str] | None  # a character a name header may not contain
+    guess: bool  # some pattern matches an id without a name: names are guessed from tools
 
 
-def json_plan(body: Envelope | Header, call_close: str | None, block_close: str | None) -> JsonPlan:
-    closers = Lexicon([m for m in (call_close, block_close) if m])
+def json_plan(body: Envelope | Header, call_close: tuple[str, ...], block_close: tuple[str, ...]) -> JsonPlan:
+    closers = Lexicon(call_close + block_close)
     if isinstance(body, Envelope):
-        return JsonPlan(body, (), closers, call_close)
+        return JsonPlan(body, None, (), closers, call_close, None, False)
     patterns = tuple(re.compile(p, re.S) for p in body.patterns)
-    return JsonPlan(None, patterns, closers, call_close)
+    head_bad = re.compile("[^" + body.head_chars + "]") if body.head_chars else None
+    guess = any("name" not in p.groupindex for p in patterns)
+    return JsonPlan(None, body, patterns, closers, call_close, head_bad, guess)
 
 
 def _skip_ws(buf: str, pos: int, chars: str = _WS) -> int:
@@ -61,11 +66,11 @@ class EnvelopeReader:
     __slots__ = ("sink", "plan", "outcome", "state", "scan", "cap", "key", "role", "call_id",
                  "args", "args_sent", "started", "raw", "array", "at")
 
-    def __init__(self, sink: Sink, plan: JsonPlan) -> None:
+    def __init__(self, sink: Sink, plan: JsonPlan, array: bool = False) -> None:
         self.sink, self.plan = sink, plan
         self.outcome: str | None = None
         self.state = "open"
-        self.array = False
+        self.array = array  # the block opener already opened a list (Phi-4-mini's "functools[")
         self.at = 0
         self._new_object()
 
@@ -85,6 +90,14 @@ class EnvelopeReader:
         if not self.started and self.outcome is None and self.state not in ("open", "between"):
             self.raw.append(buf[self.at:new])  # text of an object that may turn out not a call
         return new
+
+    def fast(self, text: str) -> bool:
+        if self.state == "value" and self.cap is None:
+            out = self.scan.plain(text)
+            if out is not None:
+                self.sink.args(out)
+                return True
+        return False
 
     def finish(self) -> None:
         """End of output inside the body: close a started call's arguments, drop the rest."""
@@ -170,8 +183,15 @@ class EnvelopeReader:
         if pos >= len(buf):
             return pos
         env, key = self.plan.envelope, self.key
-        self.role = ("name" if key in env.name_keys else "args" if key in env.args_keys
-                     else "id" if key in env.id_keys else "skip")
+        if env.keyed:  # {NAME: {arguments}}: the first key names the call
+            self.role = "skip"
+            if not self.started and isinstance(key, str) and key:
+                self.started = True
+                self.sink.start_call(key, None)
+                self.role = "args"
+        else:
+            self.role = ("name" if key in env.name_keys else "args" if key in env.args_keys
+                         else "id" if key in env.id_keys else "skip")
         self.scan, self.cap = JsonScanner(), []
         if self.role == "args" and buf[pos] == "{" and self.started and not self.args_sent:
             self.cap = None

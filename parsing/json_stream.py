@@ -45,6 +45,13 @@ class JsonScanner:
     def failed(self) -> bool:
         return self.mode == ERROR
 
+    def plain(self, text: str) -> str | None:
+        """The text to forward when `text` is all plain characters inside a string (then it
+        is consumed), else None (scan() must read it)."""
+        if self.mode == STRING and not self.escape and _STR_RUN.fullmatch(text):
+            return text
+        return None
+
     def scan(self, buf: str, pos: int) -> tuple[int, str]:
         """Consume buf from pos until the value ends or the text runs out: (new pos, text)."""
         n = len(buf)

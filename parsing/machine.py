@@ -31,7 +31,9 @@ class Machine:
     fmt: Format
     lexicons: tuple[Lexicon, ...]  # [state] for REASONING, CONTENT, SECTION, SKIP
     actions: tuple[dict[str, str], ...]  # [state] marker -> action
-    starts: tuple[tuple[tuple[str, str], ...], ...]  # [REASONING/CONTENT] first-text triggers
+    # first-text triggers: [REASONING], [CONTENT] at the output's start, [2] at the answer's
+    # start (right after reasoning ended)
+    starts: tuple[tuple[tuple[str, str], ...], ...]
 
 
 def _reasoning_actions(fmt: Format) -> dict[str, str]:
@@ -42,7 +44,8 @@ def _reasoning_actions(fmt: Format) -> dict[str, str]:
         return acts
     if fmt.reasoning is None:
         return acts
-    acts[fmt.reasoning.close] = TO_CONTENT
+    for close in fmt.reasoning.closes:
+        acts[close] = TO_CONTENT
     for end in fmt.reasoning.ends:
         if end in fmt.block_open:
             acts[end] = BLOCK
@@ -59,11 +62,10 @@ def _content_actions(fmt: Format) -> dict[str, str]:
         acts.update({m: DROP for m in HARMONY_ENDS})
         acts.update({m: HEADER for m in HARMONY_HEADERS})
         return acts
-    if fmt.reasoning is not None:
-        acts[fmt.reasoning.close] = DROP
-    for closer in (fmt.block_close, fmt.call_close):
-        if closer:
-            acts[closer] = DROP
+    if fmt.reasoning is not None and fmt.reasoning.drop_stray:
+        acts.update({m: DROP for m in fmt.reasoning.closes})
+    if fmt.drop_closers:
+        acts.update({m: DROP for m in fmt.block_close + fmt.call_close})
     if fmt.bare_calls:
         acts.update({m: CALL for m in fmt.call_open})
     acts.update({m: BLOCK for m in fmt.block_open})
@@ -72,17 +74,13 @@ def _content_actions(fmt: Format) -> dict[str, str]:
 
 def _section_actions(fmt: Format) -> dict[str, str]:
     acts = {m: CALL for m in fmt.call_open}
-    if fmt.block_close:
-        acts[fmt.block_close] = END_BLOCK
+    acts.update({m: END_BLOCK for m in fmt.block_close})
     return acts
 
 
 def _skip_actions(fmt: Format) -> dict[str, str]:
-    acts: dict[str, str] = {}
-    if fmt.call_close:
-        acts[fmt.call_close] = END_CALL
-    if fmt.block_close:
-        acts[fmt.block_close] = END_BLOCK
+    acts = {m: END_CALL for m in fmt.call_close}
+    acts.update({m: END_BLOCK for m in fmt.block_close})
     return acts
 
 
@@ -90,11 +88,11 @@ def compile_format(fmt: Format) -> Machine:
     """Build the Machine for one Format."""
     actions = (_reasoning_actions(fmt), _content_actions(fmt), _section_actions(fmt), _skip_actions(fmt))
     lexicons = tuple(Lexicon(a) for a in actions)
-    r_starts: tuple[tuple[str, str], ...] = ()
-    c_starts: list[tuple[str, str]] = []
-    if fmt.reasoning is not None:
-        r_starts = ((fmt.reasoning.open, DROP),)
-        c_starts.append((fmt.reasoning.open, TO_REASONING))
-    c_starts += [(t, BLOCK) for t in fmt.start_triggers]
-    c_starts += [(t, BLOCK_AT) for t in fmt.keep_triggers]
-    return Machine(fmt, lexicons, actions, (r_starts, tuple(c_starts)))
+    opens = fmt.reasoning.opens if fmt.reasoning is not None else ()
+    triggers = (tuple((t, BLOCK) for t in fmt.start_triggers) + tuple((t, BLOCK_AT) for t in fmt.keep_triggers)
+                + tuple((t, DROP) for t in fmt.start_drop))
+    r_starts = tuple((t, DROP) for t in opens)
+    if fmt.reasoning is not None and fmt.reasoning.label:
+        r_starts += ((fmt.reasoning.label, DROP),)
+    c_starts = tuple((t, TO_REASONING) for t in opens) + triggers
+    return Machine(fmt, lexicons, actions, (r_starts, c_starts, triggers))

@@ -19,7 +19,7 @@ class Sink:
     whitespace, so framing newlines never reach the client.
     """
 
-    __slots__ = ("events", "num_calls", "id_style", "_kind", "_open", "_ws", "_had", "_parts", "_last")
+    __slots__ = ("events", "num_calls", "id_style", "_kind", "_open", "_ws", "_had", "_parts", "_last", "_sep")
 
     def __init__(self, id_style: str) -> None:
         self.events: list[Event] = []
@@ -31,6 +31,7 @@ class Sink:
         self._parts: list[str] = []  # text of the last event, joined when it is handed out
         self._had = [False, False]  # [kind]: a segment of this kind already had text
         self._last = -1  # code of the last event, while more text may merge into it
+        self._sep = ["", ""]  # [kind]: text put before the next segment of this kind, if it has text
 
     def take(self) -> list[Event]:
         """Hand out the events made so far (called once per feed or close)."""
@@ -65,6 +66,8 @@ class Sink:
                 text = text.lstrip()
                 if not text:
                     return
+            elif self._sep[kind]:
+                text, self._sep[kind] = self._sep[kind] + text, ""
             self._open = True
         stripped = text.rstrip()
         if not stripped:
@@ -74,6 +77,10 @@ class Sink:
         self._ws = [text[len(stripped):]] if len(stripped) < len(text) else []
         self._had[kind] = True
         self._push(kind, body)
+
+    def separate(self, kind: int, sep: str = "\n") -> None:
+        """The next segment of `kind` starts a new message: `sep` joins it to the text before."""
+        self._sep[kind] = sep
 
     def end_segment(self) -> None:
         """A marker (or the end of output) ends the current text segment."""

@@ -1,7 +1,7 @@
 """ParserStream: the one scanner loop that turns text deltas into parser events."""
 from __future__ import annotations
 
-from typing import Callable, Protocol
+from typing import Callable, Mapping, Protocol, Sequence
 
 from parsing import machine as M
 from parsing.events import Event
@@ -22,6 +22,7 @@ class Reader(Protocol):
 
     def step(self, buf: str, pos: int, final: bool) -> int: ...
     def finish(self) -> None: ...
+    def fast(self, text: str) -> bool: ...  # consumed whole as plain argument text (a fast path)
 
 
 class ParserStream:
@@ -33,19 +34,23 @@ class ParserStream:
     number of times.
     """
 
-    __slots__ = ("_m", "_sink", "_state", "_reader", "_pending", "_started", "_final",
-                 "_in_block", "_new_reader", "_closed", "_calls_before")
+    __slots__ = ("_m", "_sink", "_state", "_reader", "_pending", "_starts", "_final",
+                 "_in_block", "_new_reader", "_closed", "_calls_before", "_marker_ids", "_prefix")
 
     def __init__(self, m: M.Machine, new_reader: Callable[[Sink, str, str], Reader], sink: Sink,
-                 starts_in_reasoning: bool) -> None:
+                 starts_in_reasoning: bool, marker_ids: Mapping[int, str] | None = None) -> None:
         self._m = m
         self._new_reader = new_reader  # (sink, action, marker) -> the reader of a call body
         self._sink = sink
-        in_reasoning = starts_in_reasoning and m.fmt.reasoning is not None
+        r = m.fmt.reasoning
+        in_reasoning = r is not None and (starts_in_reasoning or r.starts_open)
         self._state = M.REASONING if in_reasoning else M.CONTENT
         self._reader: Reader | None = None
         self._pending = ""
-        self._started = False
+        # first-text triggers still possible (None once text has started)
+        self._starts: tuple[tuple[str, str], ...] | None = m.starts[self._state]
+        self._marker_ids = marker_ids or {}  # token id -> marker, for markers skipped in the text
+        self._prefix = m.fmt.content_prefix
         self._final = False
         self._in_block = False
         self._closed = False
@@ -61,14 +66,27 @@ class ParserStream:
         """Characters held back so far because they could still start a marker."""
         return len(self._pending)
 
-    def feed(self, text: str) -> list[Event]:
-        """Scan one delta of any size; returns the events it made certain."""
+    def feed(self, text: str, token_ids: Sequence[int] | None = None) -> list[Event]:
+        """Scan one delta of any size; returns the events it made certain.
+
+        `token_ids` are the delta's tokens: a marker whose token the detokenizer skipped
+        (a control token under skip_special_tokens) is recognised from its id.
+        """
         if self._closed:
             raise RuntimeError("feed() after close()")
+        if token_ids and self._marker_ids:
+            text = with_markers(text, token_ids, self._marker_ids)
+        if self._prefix and text:
+            self._sink.text(M.CONTENT, self._prefix)
+            self._sink.end_segment()
+            self._prefix = ""
         state = self._state
-        if state <= M.CONTENT and self._started and not self._pending:
-            if self._m.lexicons[state].starts_search(text) is None:  # fast path: plain text
-                self._sink.text(state, text)  # REASONING and CONTENT share codes with the sink
+        if not self._pending and text:
+            if state <= M.CONTENT:
+                if self._starts is None and self._m.lexicons[state].starts_search(text) is None:
+                    self._sink.text(state, text)  # fast path: plain text (REASONING and CONTENT
+                    return self._sink.take()      # share codes with the sink)
+            elif state == M.READER and self._reader.fast(text):  # fast path: inside a string value
                 return self._sink.take()
         if text:
             buf = self._pending + text if self._pending else text
@@ -111,19 +129,20 @@ class ParserStream:
             self._sink.text(state, text)
 
     def _text_step(self, buf: str, pos: int, state: int) -> int:
-        if not self._started and state <= M.CONTENT:
+        if self._starts is not None and state <= M.CONTENT:
             p = pos
             while p < len(buf) and buf[p] in _WS:
                 p += 1
             if p == len(buf):
                 return p
-            for trigger, action in self._m.starts[state]:
+            for trigger, action in self._starts:
                 if buf.startswith(trigger, p):
-                    self._started = True
+                    if action != M.DROP:  # dropped framing: the start is still to come
+                        self._starts = None
                     return self._act(action, state, buf, p, trigger)
                 if not self._final and trigger.startswith(buf[p:]):
                     return p
-            self._started = True
+            self._starts = None
             pos = p
         lex = self._m.lexicons[state]
         first = lex.first_start(buf, pos)
@@ -151,10 +170,12 @@ class ParserStream:
             return end
         if action == M.TO_REASONING:
             self._state = M.REASONING
+            self._starts = self._m.starts[M.REASONING] or None  # a duplicate open tag, a label
         elif action == M.TO_CONTENT:
             self._state = M.CONTENT
+            self._starts = self._m.starts[2] or None  # the answer starts: its triggers apply
         elif action in (M.BLOCK, M.BLOCK_AT):
-            self._in_block = True
+            self._in_block = action == M.BLOCK  # a kept trigger (llama's "{") has no closer to wait for
             if self._m.fmt.call_open:
                 self._state = M.SECTION
             else:
@@ -192,6 +213,27 @@ class ParserStream:
             self._state = M.READER
         else:  # the body ended: skip framing up to the closer, if the format has one
             fmt = self._m.fmt
-            has_closer = (fmt.call_open and fmt.call_close) or (self._in_block and fmt.block_close)
+            has_closer = bool((fmt.call_open and fmt.call_close) or (self._in_block and fmt.block_close))
             bare_miss = not self._in_block and self._sink.num_calls == self._calls_before
             self._state = M.SKIP if has_closer and not fmt.harmony and not bare_miss else M.CONTENT
+
+
+def with_markers(text: str, token_ids: Sequence[int], marker_ids: Mapping[int, str]) -> str:
+    """The delta's text with the markers its token ids name but its text lacks.
+
+    A marker token that comes before every other token of the delta goes before the text,
+    any other after it (the text of one token is not known here: a marker between two text
+    tokens of one delta lands after both).
+    """
+    found = [(i, marker_ids[t]) for i, t in enumerate(token_ids) if t in marker_ids]
+    if not found:
+        return text
+    before: list[str] = []
+    after: list[str] = []
+    for rank, (i, marker) in enumerate(found):
+        if marker in text:  # rendered by the detokenizer: the text already has it
+            continue
+        (before if i == rank else after).append(marker)
+    if not before and not after:
+        return text
+    return "".join(before) + text + "".join(after)

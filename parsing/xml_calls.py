@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 
 from parsing.json_calls import BLOCK_END, BODY_END, CALL_END
+from parsing.json_stream import DONE, ERROR, JsonScanner
 from parsing.lexicon import Lexicon
 from parsing.sink import Sink
 from parsing.spec import Xml
@@ -29,12 +30,12 @@ class XmlPlan:
     #                 model skipped the value's closer
     confirm: tuple[str, ...]  # what may follow a value closer that is structural
     confirm_call: tuple[str, ...]  # what may follow a call closer met inside a value
-    call_close: str | None
+    call_close: tuple[str, ...]
 
 
-def xml_plan(xml: Xml, call_close: str | None, block_close: str | None,
+def xml_plan(xml: Xml, call_close: tuple[str, ...], block_close: tuple[str, ...],
              call_open: tuple[str, ...] = ()) -> XmlPlan:
-    confirm = tuple(m for m in (xml.param_open, call_close, block_close) if m)
+    confirm = xml.param_open + call_close + block_close
     return XmlPlan(
         xml=xml,
         name_re=re.compile(xml.name_pattern, re.S),
@@ -42,9 +43,9 @@ def xml_plan(xml: Xml, call_close: str | None, block_close: str | None,
         param_re=re.compile(xml.param_pattern, re.S),
         params=Lexicon(confirm),
         param_stop=Lexicon([xml.param_stop]),
-        value=Lexicon([m for m in (xml.value_close, xml.param_open, call_close) if m]),
+        value=Lexicon(xml.value_close + xml.param_open + call_close),
         confirm=confirm,
-        confirm_call=tuple(m for m in (block_close, *call_open) if m),
+        confirm_call=block_close + call_open,
         call_close=call_close,
     )
 
@@ -57,7 +58,7 @@ class XmlCallReader:
     """
 
     __slots__ = ("sink", "plan", "props", "tools", "outcome", "state", "parts", "kind",
-                 "num_params", "first", "nl", "key", "seen", "dup", "num_chars")
+                 "num_params", "first", "nl", "key", "seen", "dup", "num_chars", "scan", "closed")
 
     def __init__(self, sink: Sink, plan: XmlPlan, tools: dict[str, dict]) -> None:
         self.sink, self.plan, self.tools = sink, plan, tools
@@ -72,15 +73,29 @@ class XmlCallReader:
         self.key = ""
         self.seen: set[str] = set()  # parameter names already written
         self.dup = False  # the current parameter repeats a name: its value is dropped
+        self.scan: JsonScanner | None = None  # a JSON object written as the whole call body
+        self.closed = False  # the arguments object was closed by that body
 
     def step(self, buf: str, pos: int, final: bool) -> int:
         return _XML_STEPS[self.state](self, buf, pos, final)
+
+    def fast(self, text: str) -> bool:
+        """A piece of a string value with no tag in it and no framing newline to trim."""
+        if self.state != "value" or not self.kind.streamable or self.dup or self.plan.value.starts_search(text):
+            return False
+        if self.plan.xml.strip_newline and (self.first or self.nl or text[-1] == "\n"):
+            return False
+        self.sink.args(escape(text))
+        self.first = False
+        return True
 
     def finish(self) -> None:
         """End of output: close an open string value and the arguments object."""
         if self.state in ("vopen", "value") and self.kind.streamable and not self.dup:
             self.sink.args('"')  # the string was opened when the key was read, before the value opener
-        if self.state != "head":
+        if self.state == "json":
+            self.sink.args(self.scan.completion())
+        elif self.state != "head" and not self.closed:
             self.sink.args("}")
         self.outcome = BODY_END
 
@@ -104,16 +119,37 @@ class XmlCallReader:
         return m.end() if m.group() in self.plan.xml.name_eat else end
 
     def _params(self, buf: str, pos: int, final: bool) -> int:
+        if self.plan.xml.json_body and not self.seen and self.scan is None:
+            q = pos
+            while q < len(buf) and buf[q] in _WS:
+                q += 1
+            if q < len(buf) and buf[q] == "{":  # the body is one JSON object, not parameters
+                self.scan, self.state = JsonScanner(), "json"
+                self.scan.scan("{", 0)  # its "{" was sent with the name
+                return q + 1
+            pos = q
         hit = self.plan.params.search(buf, pos)
         if hit is None:
             return len(buf) if final else self.plan.params.hold_start(buf, pos)
         start, marker = hit
-        if marker == self.plan.xml.param_open:
-            self.state, self.parts, self.num_chars = "phead", [], 0
+        if marker in self.plan.xml.param_open:
+            if not self.closed:
+                self.state, self.parts, self.num_chars = "phead", [], 0
         else:
-            self.sink.args("}")
-            self.outcome = CALL_END if marker == self.plan.call_close else BLOCK_END
+            if not self.closed:
+                self.sink.args("}")
+            self.outcome = CALL_END if marker in self.plan.call_close else BLOCK_END
         return start + len(marker)
+
+    def _json(self, buf: str, pos: int, final: bool) -> int:
+        scan = self.scan
+        pos, out = scan.scan(buf, pos)
+        self.sink.args(out)
+        if scan.mode >= DONE:
+            if scan.mode == ERROR:
+                self.sink.args(scan.completion())
+            self.closed, self.state = True, "params"
+        return pos
 
     def _phead(self, buf: str, pos: int, final: bool) -> int:
         lex = self.plan.param_stop
@@ -180,17 +216,18 @@ class XmlCallReader:
         start, marker = hit
         self._text(buf[pos:start])
         after = start + len(marker)
-        if marker == self.plan.xml.param_open:  # the model skipped the value's closer
+        if marker in self.plan.xml.param_open:  # the model skipped the value's closer
             self._end_value()
             self.state = "phead"
             return after
-        confirm = self.plan.confirm if marker == self.plan.xml.value_close else self.plan.confirm_call
+        closes_value = marker in self.plan.xml.value_close
+        confirm = self.plan.confirm if closes_value else self.plan.confirm_call
         q, n = after, len(buf)
         while q < n and buf[q] in _WS:
             q += 1
         if any(buf.startswith(c, q) for c in confirm) or (final and q == n):
             self._end_value()
-            if marker != self.plan.xml.value_close:
+            if not closes_value:
                 self.sink.args("}")
                 self.outcome = CALL_END
             return after
@@ -229,4 +266,4 @@ class XmlCallReader:
         self.state, self.parts = "params", []
 
 
-_XML_STEPS = {name: getattr(XmlCallReader, "_" + name) for name in ("head", "params", "phead", "vopen", "value")}
+_XML_STEPS = {name: getattr(XmlCallReader, "_" + name) for name in ("head", "params", "phead", "vopen", "value", "json")}

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from parsing.spec import Format, Header, Reasoning, Xml
 
@@ -25,6 +26,7 @@ def _v3_like(name: str, patterns: tuple[str, ...], begin: str, end: str) -> Form
         call_open=(CALL_BEGIN,),
         call_close=CALL_END,
         drop=(EOS,),
+        token_markers=(SEP,),
         syntax=(("args", "json"), ("trigger", CALLS_BEGIN), ("block_begin", CALLS_BEGIN),
                 ("begin", begin), ("end", end), ("separator", "\n" if "json" in begin else ""),
                 ("block_end", CALLS_END)),
@@ -50,17 +52,24 @@ _DSML_XML = Xml(
 )
 
 
-def _dsml(name: str, block: str, in_reasoning: bool) -> Format:
+# SGLang also reads DSML without the ｜DSML｜ prefix, prefixed and unprefixed tags mixed, and
+# a JSON object as an invoke's whole body
+_PLAIN_XML = replace(_DSML_XML, param_open=_DSML_XML.param_open + ('<parameter name="',),
+                     value_close=_DSML_XML.value_close + ("</parameter>",), json_body=True)
+
+
+def _dsml(name: str, block: str, in_reasoning: bool, plain: bool = False) -> Format:
+    tags = (DSML, "") if plain else (DSML,)
     open_, close = "<" + DSML + block + ">", "</" + DSML + block + ">"
     invoke = "<" + DSML + 'invoke name="'
     return Format(
         name=name,
         reasoning=Reasoning("<think>", "</think>", (open_,) if in_reasoning else ()),
-        body=_DSML_XML,
-        block_open=(open_,),
-        block_close=close,
-        call_open=(invoke,),
-        call_close="</" + DSML + "invoke>",
+        body=_PLAIN_XML if plain else _DSML_XML,
+        block_open=tuple("<" + t + block + ">" for t in tags),
+        block_close=tuple("</" + t + block + ">" for t in tags),
+        call_open=tuple("<" + t + 'invoke name="' for t in tags),
+        call_close=tuple("</" + t + "invoke>" for t in tags),
         drop=(EOS,),
         syntax=(("args", "xml"), ("trigger", open_), ("block_begin", open_ + "\n"),
                 ("begin", invoke + '{name}">\n'), ("end", "</" + DSML + "invoke>\n"),
@@ -70,7 +79,7 @@ def _dsml(name: str, block: str, in_reasoning: bool) -> Format:
     )
 
 
-DEEPSEEK_V32 = _dsml("deepseek_v32", "function_calls", False)
+DEEPSEEK_V32 = _dsml("deepseek_v32", "function_calls", False, plain=True)
 DEEPSEEK_V4 = _dsml("deepseek_v4", "tool_calls", True)
 
 FORMATS = (DEEPSEEK_R1, DEEPSEEK_V3, DEEPSEEK_V31, DEEPSEEK_V32, DEEPSEEK_V4)

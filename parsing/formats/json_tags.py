@@ -1,4 +1,4 @@
-"""Formats whose calls are JSON objects: hermes, qwen3, llama3_json, mistral, mistral_legacy."""
+"""Formats whose calls are JSON objects in or after tags: hermes, qwen3, ernie45, granite4, ..."""
 from __future__ import annotations
 
 from parsing.spec import Envelope, Format, Header, Reasoning
@@ -6,37 +6,50 @@ from parsing.spec import Envelope, Format, Header, Reasoning
 THINK = Reasoning("<think>", "</think>")
 CHATML_ENDS = ("<|im_end|>", "<|endoftext|>")  # end tokens, in case they are not stripped
 
-HERMES = Format(
-    name="hermes",
-    reasoning=Reasoning("<scratch_pad>", "</scratch_pad>"),  # Hermes-2-Pro's planning area
-    body=Envelope(),
-    block_open=("<tool_call>",),
-    block_close="</tool_call>",
-    drop=CHATML_ENDS,
-    syntax=(("args", "json"), ("trigger", "<tool_call>"),
-            ("begin", '<tool_call>\n{"name": "{name}", "arguments": '),
-            ("end", "}\n</tool_call>"), ("separator", "\n")),
-)
 
-QWEN3 = Format(
-    name="qwen3",
-    reasoning=THINK,
-    body=Envelope(),
-    block_open=("<tool_call>",),
-    block_close="</tool_call>",
-    drop=CHATML_ENDS,
-    syntax=HERMES.syntax,
-)
+def _tagged(name: str, reasoning: Reasoning | None, open_: str, close: str, drop: tuple[str, ...],
+            **kw) -> Format:
+    """A hermes-like format: one {"name", "arguments"} object per `open_` .. `close` block."""
+    return Format(
+        name=name,
+        reasoning=reasoning,
+        body=Envelope(),
+        block_open=(open_,),
+        block_close=close,
+        drop=drop,
+        syntax=(("args", "json"), ("trigger", open_), ("begin", open_ + '\n{"name": "{name}", "arguments": '),
+                ("end", "}\n" + close), ("separator", "\n")),
+        **kw,
+    )
 
-LLAMA3_JSON = Format(
-    name="llama3_json",
+
+# Hermes-2-Pro's planning area <scratch_pad> is its reasoning
+HERMES = _tagged("hermes", Reasoning("<scratch_pad>", "</scratch_pad>"), "<tool_call>", "</tool_call>",
+                 CHATML_ENDS)
+QWEN3 = _tagged("qwen3", THINK, "<tool_call>", "</tool_call>", CHATML_ENDS)
+# ERNIE-4.5 thinking: the prompt opens reasoning (the output has only </think>), the answer
+# may sit in <response> .. </response>
+ERNIE45 = _tagged("ernie45", Reasoning("<think>", "</think>", ("<tool_call>",), starts_open=True), "<tool_call>",
+                  "</tool_call>",
+                  ("<response>", "</response>", "</s>"))
+# IBM Granite 4: hermes-like <tool_call>{...}</tool_call> (Granite 3 wrote a list after <|tool_call|>)
+GRANITE4 = _tagged("granite4", None, "<tool_call>", "</tool_call>", ("<|end_of_text|>",))
+LONGCAT = _tagged("longcat", Reasoning("<longcat_think>", "</longcat_think>"), "<longcat_tool_call>",
+                  "</longcat_tool_call>", ("</longcat_s>", "<|im_end|>"))
+# InternLM2 / 2.5: <|action_start|><|plugin|>{"name", "parameters"}<|action_end|>
+INTERNLM = _tagged("internlm", None, "<|action_start|><|plugin|>", "<|action_end|>", ("<|im_end|>",),
+                   token_markers=("<|action_start|>", "<|plugin|>"))
+# GigaChat 3: content, then "function call<|role_sep|>" and one JSON object
+GIGACHAT3 = Format(
+    name="gigachat3",
     reasoning=None,
     body=Envelope(),
-    start_triggers=("<|python_tag|>",),
-    keep_triggers=("{",),
-    drop=("<|eom_id|>", "<|eot_id|>"),
-    syntax=(("args", "json"), ("trigger", "{"), ("begin", '{"name": "{name}", "parameters": '),
-            ("end", "}"), ("separator", "; ")),
+    block_open=("function call<|role_sep|>",),
+    drop=("<|message_sep|>", "</s>"),
+    token_markers=("<|role_sep|>",),
+    syntax=(("args", "json"), ("trigger", "function call<|role_sep|>"),
+            ("begin", 'function call<|role_sep|>\n{"name": "{name}", "arguments": '), ("end", "}"),
+            ("separator", "")),
 )
 
 MISTRAL = Format(
@@ -45,6 +58,7 @@ MISTRAL = Format(
     body=Header((r"\s*(?P<name>[^\[\]\s]+)\s*(?:\[CALL_ID\]\s*(?P<id>[A-Za-z0-9]+)\s*)?\[ARGS\]\s*",)),
     block_open=("[TOOL_CALLS]",),
     id_style="mistral",
+    token_markers=("[ARGS]", "[CALL_ID]"),
     syntax=(("args", "json"), ("trigger", "[TOOL_CALLS]"), ("begin", "[TOOL_CALLS]{name}[ARGS]"),
             ("end", ""), ("separator", "")),
 )
@@ -60,4 +74,4 @@ MISTRAL_LEGACY = Format(
             ("block_end", "]")),
 )
 
-FORMATS = (HERMES, QWEN3, LLAMA3_JSON, MISTRAL, MISTRAL_LEGACY)
+FORMATS = (HERMES, QWEN3, ERNIE45, GRANITE4, LONGCAT, INTERNLM, GIGACHAT3, MISTRAL, MISTRAL_LEGACY)

@@ -12,14 +12,17 @@ ARGS = "<|tool_call_argument_begin|>"
 KIMI_K2 = Format(
     name="kimi_k2",
     reasoning=Reasoning("<think>", "</think>", (SECTION, SECTION_ALT, CALL)),
-    body=Header(
-        (r"\s*(?P<id>(?:functions\.)?(?P<name>[^\s:<]+?)(?::\d+)?)\s*<\|tool_call_argument_begin\|>\s*",),
-    ),
+    body=Header((
+        # a bare counter or a client-style id: the name is guessed from the arguments and the tools
+        r"\s*(?P<id>\d+|call_[A-Za-z0-9_\-]+)\s*<\|tool_call_argument_begin\|>\s*",
+        r"\s*(?P<id>(?:functions\.)?(?P<name>[A-Za-z_][^\s:<]*?)(?::\d+)?)\s*<\|tool_call_argument_begin\|>\s*",
+    )),
     block_open=(SECTION, SECTION_ALT),
     block_close=SECTION_END,
     call_open=(CALL,),
     call_close=CALL_END,
     drop=("<|im_end|>",),
+    token_markers=(ARGS,),
     syntax=(("args", "json"), ("trigger", SECTION), ("block_begin", SECTION),
             ("begin", CALL + "functions.{name}:{index}" + ARGS), ("end", CALL_END),
             ("separator", ""), ("block_end", SECTION_END)),

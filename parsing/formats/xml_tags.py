@@ -1,5 +1,7 @@
-"""Formats with XML-like parameters: qwen3_coder, seed_oss, glm45, glm47, minimax_m2."""
+"""Formats with XML-like parameters: qwen3_coder and its aliases, seed_oss, glm, minimax_m2."""
 from __future__ import annotations
+
+from dataclasses import replace
 
 from parsing.spec import Format, Reasoning, Xml
 
@@ -30,6 +32,13 @@ QWEN3_CODER = Format(
                                ("block_end", "</tool_call>"), ("separator", "\n"),
                                ("block_per_call", True)),
 )
+# vLLM's qwen3_xml parser reads the same syntax (Qwen3 / Qwen3.5 models that are not coders)
+QWEN3_XML = replace(QWEN3_CODER, name="qwen3_xml")
+# Xiaomi MiMo and NVIDIA Nemotron 3 (nemotron_v3 reasoning) use the same syntax and tags
+MIMO = replace(QWEN3_CODER, name="mimo")
+NEMOTRON_V3 = replace(QWEN3_CODER, name="nemotron_v3")
+# Step-3.5: the same tool syntax; the prompt opens reasoning
+STEP3P5 = replace(QWEN3_CODER, name="step3p5", reasoning=replace(QWEN3_CODER.reasoning, starts_open=True))
 
 SEED_OSS = Format(
     name="seed_oss",
@@ -99,4 +108,9 @@ MINIMAX_M2 = Format(
             ("separator", ""), ("block_end", "</minimax:tool_call>")),
 )
 
-FORMATS = (QWEN3_CODER, SEED_OSS, GLM45, GLM47, MINIMAX_M2)
+# vLLM's minimax_m2_append_think: reasoning stays in the content, which starts with the
+# <think> the prompt opened (MiniMax wants it kept in the history)
+MINIMAX_M2_APPEND_THINK = replace(MINIMAX_M2, name="minimax_m2_append_think", reasoning=None,
+                                  content_prefix="<think>")
+
+FORMATS = (QWEN3_CODER, QWEN3_XML, MIMO, NEMOTRON_V3, STEP3P5, SEED_OSS, GLM45, GLM47, MINIMAX_M2, MINIMAX_M2_APPEND_THINK)

@@ -6,11 +6,13 @@ import random
 import pytest
 
 import parsing
-from tests.parsing import corpus_json, corpus_native, corpus_xml
+from tests.parsing import (corpus_gemma, corpus_json, corpus_lists, corpus_more, corpus_native, corpus_pythonic,
+                           corpus_xml)
 from tests.parsing.cases import Case
 from tests.parsing.harness import check_events, check_expected, key, random_chunks, run
 
-CASES: list[Case] = corpus_json.CASES + corpus_native.CASES + corpus_xml.CASES
+CASES: list[Case] = (corpus_json.CASES + corpus_native.CASES + corpus_xml.CASES + corpus_pythonic.CASES
+                     + corpus_lists.CASES + corpus_more.CASES + corpus_gemma.CASES)
 NATIVE_IDS = {"kimi_k2"}
 
 

@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import parsing
+from parsing.compiled import COMPILED
 from tests.parsing.harness import check_events, random_chunks
 
 TEXT = st.text(alphabet=st.sampled_from(list("abc xyz<>{}[]\"'\\/:=|\n\t é東🌧")), max_size=30)
@@ -51,8 +52,16 @@ def render(fmt: str, reasoning: str, content: str, calls: list[tuple[str, dict]]
             text += "<|start|>assistant" + render_calls(fmt, calls[:1])
         return text
     tags = parsing.reasoning_tags(fmt)
-    text = f"{tags[0]}{reasoning}{tags[1]}" if tags and reasoning else ""
+    r = COMPILED[fmt].machine.fmt.reasoning
+    # a format whose prompt opens reasoning always writes the close tag
+    text = f"{tags[0]}{reasoning}{tags[1]}" if tags and (reasoning or r.starts_open) else ""
     return text + content + (render_calls(fmt, calls) if calls else "")
+
+
+def expected_content(fmt: str, text: str, content: str) -> str | None:
+    """What the parse's content is: the format's content prefix comes first."""
+    prefix = COMPILED[fmt].machine.fmt.content_prefix
+    return (prefix + content if text else content) or None
 
 
 @st.composite
@@ -64,8 +73,10 @@ def outputs(draw, fmt: str):
         calls = calls[:1]
     has_tags = parsing.reasoning_tags(fmt) is not None or fmt == "gpt_oss"
     reasoning = draw(TEXT).strip() if has_tags else ""
-    content = draw(TEXT).strip() if fmt != "llama3_json" else ""
-    if fmt in ("mistral", "mistral_legacy", "llama3_json"):
+    spec = COMPILED[fmt].machine.fmt
+    # calls that open only at the answer's start ("[", "{") leave no room for content
+    content = draw(TEXT).strip() if not spec.keep_triggers else ""
+    if fmt in ("mistral", "mistral_legacy"):
         content = content.replace("[", "(")
     return reasoning, content, calls
 
@@ -79,7 +90,7 @@ def test_rendered_calls_round_trip(fmt: str) -> None:
         text = render(fmt, reasoning, content, calls)
         parsed = parsing.parse(text, fmt)
         assert parsed.reasoning == (reasoning or None)
-        assert parsed.content == (content or None)
+        assert parsed.content == expected_content(fmt, text, content)
         assert [(c.name, json.loads(c.arguments)) for c in parsed.tool_calls] == calls
         rng = random.Random(seed)
         events = []

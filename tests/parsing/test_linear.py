@@ -68,3 +68,48 @@ def test_one_megabyte_in_token_chunks(fmt: str) -> None:
     text = long_output(fmt, 1_000_000)
     per_char, held = work_per_char(fmt, text, 4)
     assert held <= 40 and per_char < 3
+
+
+def generic_output(fmt: str, size: int) -> str:
+    """Reasoning, content and one call whose string argument carries most of the text, written
+    from the format's own call syntax (every format)."""
+    syn = parsing.call_syntax(fmt)
+    n = max(1, size // (4 * len(UNIT)))
+    text = UNIT * n
+    value = (UNIT * (2 * n)).replace("</", "< /")
+    if syn["args"] == "json":
+        body = json.dumps({"code": value, "items": list(range(n))})
+    else:
+        body = syn["param_begin"].replace("{key}", "code").replace("{string}", "true") + value + syn["param_end"]
+    call = syn.get("block_begin", "") + syn["begin"].replace("{name}", "run").replace("{index}", "0") + body
+    call += syn["end"] + syn.get("block_end", "")
+    if fmt == "gpt_oss":
+        return f"<|channel|>analysis<|message|>{text}<|end|><|start|>assistant" + call
+    tags = parsing.reasoning_tags(fmt)
+    head = f"{tags[0]}{text}{tags[1]}" if tags else ""
+    from parsing.compiled import COMPILED
+    if syn["trigger"] in COMPILED[fmt].machine.fmt.keep_triggers:
+        return head + call + text
+    return head + text + call
+
+
+@pytest.mark.parametrize("fmt", parsing.formats())
+def test_every_format_is_linear(fmt: str) -> None:
+    def measure(size: int) -> tuple[float, int]:
+        text = generic_output(fmt, size)
+        s = parsing.open_stream(fmt, TOOLS)
+        work = max_held = 0
+        events: list = []
+        for i in range(len(text)):
+            work += s.num_held + 1
+            events += s.feed(text[i])
+            max_held = max(max_held, s.num_held)
+        events += s.close()
+        (call,) = parsing.collect(events).tool_calls
+        assert json.loads(call.arguments)["code"].startswith("Line with")
+        return work / len(text), max_held
+
+    small, held_small = measure(2_000)
+    large, held_large = measure(20_000)
+    assert max(held_small, held_large) <= 40, (held_small, held_large)
+    assert small < 3 and large < 3 and large <= small * 1.1, (small, large)
