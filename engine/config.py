@@ -31,7 +31,7 @@ class EngineConfig:
     device: str | None = None  # None: cuda when torch sees a GPU, else cpu
     dtype: str | None = None  # None (auto): bfloat16 on cuda and on CPUs with BF16 units, else float32
     num_threads: int | None = None  # torch intra-op threads in the core process (None: all usable cores)
-    kv_cache_dtype: str | None = None  # None (auto): the model's dtype; another needs the CPU kernels
+    kv_cache_dtype: str | None = None  # None (auto): float16 on the CPU kernels for a float32 model, else the model's dtype
     quantization: str = "auto"  # linear weights: auto (exact int4/int8 grids), none, int8, int4 (lossy)
     cpu_kernels: bool = True  # the C kernels on CPU (fused decoder stack, paged attention); False: torch only
     cache_dir: Path = field(default_factory=default_cache_dir)

@@ -67,8 +67,11 @@ class EngineCore:
         loaded = load_model(files.folder, files.config, device, dtype, config.model_impl, config.quantization,
                             config.cpu_kernels, config.cache_dir)  # fmt: skip
         model = loaded.model
-        kv_name = config.kv_cache_dtype if loaded.use_cpu_kernels and config.kv_cache_dtype else dtype_name
-        kv_dtype = _DTYPES[kv_name]  # the torch path reads the cache in the model's dtype only
+        if loaded.use_cpu_kernels:
+            kv_name = config.kv_cache_dtype or hardware.default_kv_dtype(dtype_name, True)
+        else:
+            kv_name = dtype_name  # the torch path reads the cache in the model's dtype only
+        kv_dtype = _DTYPES[kv_name]
         num_blocks = _num_blocks(config, model.kv_shape, kv_dtype)
         max_len = min(config.max_model_len or model.max_position_embeddings, num_blocks * config.block_size)
         self.kv = KVCacheManager(num_blocks, config.block_size, config.enable_prefix_caching)

@@ -34,6 +34,12 @@ def default_dtype(device: torch.device) -> str:
     return "float32"
 
 
+def default_kv_dtype(dtype: str, cpu_kernels: bool) -> str:
+    """float16 for a float32 model on the CPU kernels (half the bytes every decode step reads,
+    converted in registers; llama.cpp's default too), else the model's dtype."""
+    return "float16" if cpu_kernels and dtype == "float32" else dtype
+
+
 def usable_cores() -> int:
     try:
         return len(os.sched_getaffinity(0))

@@ -35,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--dtype", default=None, choices=["auto", "float32", "bfloat16", "float16"],
                        help="auto (default): bfloat16 on CUDA and on CPUs with BF16 units, else float32; on CPU with the C kernels, the KV cache's dtype")
     serve.add_argument("--kv-cache-dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"],
-                       help="KV cache elements (auto: the model dtype); another dtype needs the CPU kernels")
+                       help="KV cache elements (auto: float16 on the CPU kernels for a float32 model, else the model dtype); a dtype other than the model's needs the CPU kernels")
     serve.add_argument("--quantization", default="auto", choices=["auto", "none", "int8", "int4"],
                        help="linear weights on CPU: auto (default) serves int4/int8 where the weights lie exactly on such a grid (a GGUF's Q4_1/Q8_0), float32 elsewhere; int8/int4 force a grid (lossy)")
     serve.add_argument("--no-cpu-kernels", action="store_true", help="run the torch reference path instead of the C kernels on CPU")

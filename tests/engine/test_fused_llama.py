@@ -89,7 +89,8 @@ def test_greedy_generation_matches_the_torch_path(tiny_model_factory):
     params = SamplingParams(max_tokens=24, temperature=0.0, ignore_eos=True)
     outs = {}
     for kernels_on in (True, False):
-        llm = LLM(tiny_model_factory("llama"), max_model_len=256, num_kv_blocks=64, block_size=4, cpu_kernels=kernels_on)
+        llm = LLM(tiny_model_factory("llama"), max_model_len=256, num_kv_blocks=64, block_size=4, cpu_kernels=kernels_on,
+                  kv_cache_dtype="float32")
         assert ("fused" in llm.info.summary) == kernels_on
         outs[kernels_on] = [o.token_ids for o in llm.generate(prompts, params)]
     assert outs[True] == outs[False]
@@ -115,3 +116,16 @@ def test_packed_weights_reload_from_disk(tiny_model_factory, tmp_path):
     saved.write_bytes(b"not a safetensors file")
     assert packed_cache.load(saved) is None  # a broken file is rebuilt, not fatal
     assert load_fused_model(folder, config, "int4", tmp_path, cache_min_bytes=0).report.summary() == first.report.summary()
+
+
+def test_kv_cache_dtype_defaults(tiny_model_factory):
+    """float16 on the CPU kernels for a float32 model; the torch path keeps the model's dtype."""
+    fast = LLM(tiny_model_factory("llama"), max_model_len=64, num_kv_blocks=8)
+    assert fast.core.runner.kv_caches[0][0].dtype == torch.float16 and "(float16)" in fast.info.summary
+    torch_path = LLM(tiny_model_factory("llama"), max_model_len=64, num_kv_blocks=8, cpu_kernels=False,
+                     kv_cache_dtype="float16")  # fmt: skip
+    assert torch_path.core.runner.kv_caches[0][0].dtype == torch.float32
+    chosen = LLM(tiny_model_factory("llama"), max_model_len=64, num_kv_blocks=8, kv_cache_dtype="bfloat16")
+    assert chosen.core.runner.kv_caches[0][0].dtype == torch.bfloat16
+    out = chosen.generate([[5, 6, 7]], SamplingParams(max_tokens=4, temperature=0.0, ignore_eos=True))[0]
+    assert len(out.token_ids) == 4
