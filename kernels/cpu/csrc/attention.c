@@ -14,7 +14,7 @@
 #include "ops.h"
 #include "vec.h"
 
-#define QTILE 8  /* query tokens per work item */
+#define QTILE 16 /* query tokens per work item */
 #define CHUNK 32 /* keys scored before one softmax update */
 
 static inline void load_row(const void *base, int kind, int64_t index, int64_t d, float *out) {
@@ -110,23 +110,24 @@ static inline void scale_row(float *y, float a, int64_t d) {
 }
 
 #ifdef HAVE_AVX2
-/* s[j] = q . k_j * scale for the chunk's keys, q held in registers (D a multiple of 8). */
+/* s[j] = q . k_j * scale for the chunk's keys, eight keys at a time: eight FMA chains over d,
+ * then one fixed reduction tree, so each key's score is computed the same way wherever it
+ * sits (kbuf holds whole groups of eight keys, zeros past nj). D is a multiple of 8. */
 static inline __attribute__((always_inline)) void
 scores_d(const float *q, const float *kbuf, int64_t nj, float scale, float *s, const int D) {
-    __m256 qv[D / 8];
-    for (int i = 0; i < D / 8; i++) qv[i] = _mm256_loadu_ps(q + 8 * i);
-    for (int64_t j = 0; j < nj; j++) {
+    const __m256 vs = _mm256_set1_ps(scale);
+    for (int64_t j = 0; j < nj; j += 8) {
         const float *k = kbuf + j * D;
-        __m256 a0 = _mm256_mul_ps(qv[0], _mm256_loadu_ps(k)), a1 = _mm256_mul_ps(qv[1], _mm256_loadu_ps(k + 8));
-        for (int i = 2; i < D / 8; i += 2) {
-            a0 = _mm256_fmadd_ps(qv[i], _mm256_loadu_ps(k + 8 * i), a0);
-            a1 = _mm256_fmadd_ps(qv[i + 1], _mm256_loadu_ps(k + 8 * i + 8), a1);
+        __m256 a[8];
+        for (int t = 0; t < 8; t++) a[t] = _mm256_setzero_ps();
+        for (int i = 0; i < D; i += 8) {
+            const __m256 qv = _mm256_loadu_ps(q + i);
+            for (int t = 0; t < 8; t++) a[t] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k + t * D + i), a[t]);
         }
-        a0 = _mm256_add_ps(a0, a1);
-        __m128 h = _mm_add_ps(_mm256_castps256_ps128(a0), _mm256_extractf128_ps(a0, 1));
-        h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-        h = _mm_add_ss(h, _mm_movehdup_ps(h));
-        s[j] = _mm_cvtss_f32(h) * scale;
+        __m256 u0 = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
+        __m256 u1 = _mm256_hadd_ps(_mm256_hadd_ps(a[4], a[5]), _mm256_hadd_ps(a[6], a[7]));
+        __m256 r = _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
+        _mm256_storeu_ps(s + j, _mm256_mul_ps(r, vs));
     }
 }
 
@@ -147,8 +148,14 @@ accumulate_d(float *acc, float corr, const float *p, const float *vbuf, int64_t 
 
 static void chunk_scores(const float *q, const float *kbuf, int64_t nj, int64_t d, float scale, float *s) {
 #ifdef HAVE_AVX2
-    if (d == 64) { scores_d(q, kbuf, nj, scale, s, 64); return; }
-    if (d == 128) { scores_d(q, kbuf, nj, scale, s, 128); return; }
+    switch (d) {
+    case 64: scores_d(q, kbuf, nj, scale, s, 64); return;
+    case 128: scores_d(q, kbuf, nj, scale, s, 128); return;
+    case 96: scores_d(q, kbuf, nj, scale, s, 96); return;
+    case 80: scores_d(q, kbuf, nj, scale, s, 80); return;
+    case 32: scores_d(q, kbuf, nj, scale, s, 32); return;
+    default: break;
+    }
 #endif
     for (int64_t j = 0; j < nj; j++) s[j] = dot(q, kbuf + j * d, d) * scale;
 }
@@ -201,21 +208,20 @@ static void attend_item(const attn_args *a, int64_t r, int64_t h_kv, int64_t t0,
             load_row(a->kv->k, a->kv->kind, slot * stride + h_kv, d, w->kbuf + j * d);
             load_row(a->kv->v, a->kv->kind, slot * stride + h_kv, d, w->vbuf + j * d);
         }
+        for (int64_t j = nj; j % 8; j++) memset(w->kbuf + j * d, 0, (size_t)d * sizeof(float));
         for (int64_t t = 0; t < nt; t++) {
             const int64_t pos_t = pos0 + t, lo = win > 0 ? pos_t - win + 1 : 0;
             for (int64_t g = 0; g < group; g++) {
                 const int64_t row = t * group + g;
                 const float *qv = a->q + (q_start + t0 + t) * a->ldq + (h_kv * group + g) * d;
+                /* keys j0 + [jlo, jhi) are visible to this token */
+                const int64_t jlo = lo > j0 ? lo - j0 : 0, jhi = pos_t - j0 + 1 < nj ? pos_t - j0 + 1 : nj;
+                if (jhi <= jlo) continue;
                 float mx = w->m[row], *s = w->s;
                 chunk_scores(qv, w->kbuf, nj, d, a->scale, s);
-                int64_t n_ok = 0;
-                for (int64_t j = 0; j < nj; j++) {
-                    const int64_t pos = j0 + j;
-                    if (pos > pos_t || pos < lo) { s[j] = -INFINITY; continue; }
-                    if (s[j] > mx) mx = s[j];
-                    n_ok++;
-                }
-                if (n_ok == 0) continue;
+                for (int64_t j = 0; j < jlo; j++) s[j] = -INFINITY;
+                for (int64_t j = jhi; j < nj; j++) s[j] = -INFINITY;
+                for (int64_t j = jlo; j < jhi; j++) mx = s[j] > mx ? s[j] : mx;
                 const float corr = expf(w->m[row] - mx); /* 0 on the first chunk (m = -inf) */
                 exp_shifted(s, nj, mx); /* s[j] = exp(s[j] - mx), 0 where masked */
                 float sum = 0.f;
@@ -255,7 +261,7 @@ void paged_attention(const float *q, int64_t ldq, float *out, int64_t num_heads,
     {
         const size_t rows = (size_t)QTILE * group;
         attn_scratch w;
-        float *mem = (float *)malloc(sizeof(float) * (rows * head_dim + 2 * rows + 2 * CHUNK * head_dim + CHUNK));
+        float *mem = (float *)malloc(sizeof(float) * (rows * head_dim + 2 * rows + 2 * CHUNK * head_dim + CHUNK + 8));
         w.acc = mem;
         w.m = w.acc + rows * head_dim;
         w.l = w.m + rows;
