@@ -17,7 +17,7 @@ def pool(states: torch.Tensor, seq_lens: list[int], mode: str) -> torch.Tensor:
     owner = torch.repeat_interleave(torch.arange(len(seq_lens), device=states.device), lens)  # [num_tokens]
     if mode == "max":
         out = states.new_full((len(seq_lens), states.shape[1]), float("-inf"))
-        return out.index_reduce_(0, owner, states, "amax")
+        return out.scatter_reduce_(0, owner[:, None].expand_as(states), states, "amax")
     sums = states.new_zeros(len(seq_lens), states.shape[1]).index_add_(0, owner, states)
     if mode == "mean":
         return sums / lens[:, None].to(states.dtype)
