@@ -123,8 +123,22 @@ def _loop(runner: EmbeddingRunner, conn, inbox: queue.Queue) -> None:
             conn.send_bytes(_ENCODER.encode(EmbedResult(job.request_id, data, len(job.inputs))))
 
 
+PROCESS_NAME = "gw-encoder"
+
+
+def _set_process_name(name: str) -> None:
+    """Shows the process as `name` in ps/top (Linux; a no-op elsewhere)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(15, name.encode(), 0, 0, 0)  # PR_SET_NAME
+    except (OSError, AttributeError):
+        pass
+
+
 def run_encoder_process(config: EmbeddingConfig, conn) -> None:
     """Entry point of the encoder process: serve over the inherited pipe end."""
+    _set_process_name(PROCESS_NAME)
     logging.basicConfig(level=logging.WARNING)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the gateway drains, then stops this process
     serve_encoder(config, conn)
