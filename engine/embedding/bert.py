@@ -117,8 +117,8 @@ class BertEncoder:
     def _attention(self, qkv: torch.Tensor, pad: _Padding) -> torch.Tensor:
         num_tokens = qkv.shape[0]
         head_dim = self.hidden_size // self.num_heads
-        q, k, v = (pad.scatter(part).reshape(pad.num_seqs, pad.max_len, self.num_heads, head_dim).transpose(1, 2)
-                   for part in qkv.split(self.hidden_size, dim=1))  # 3 x [num_seqs, heads, max_len, head_dim]
+        rows = pad.scatter(qkv).view(pad.num_seqs, pad.max_len, 3, self.num_heads, head_dim)
+        q, k, v = rows.permute(2, 0, 3, 1, 4)  # 3 x [num_seqs, heads, max_len, head_dim]
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=pad.mask)  # [num_seqs, heads, max_len, head_dim]
         return pad.gather(out.transpose(1, 2).reshape(-1, self.hidden_size), num_tokens)
 

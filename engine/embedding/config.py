@@ -21,7 +21,7 @@ class EmbeddingConfig:
     device: str | None = None  # None: cuda when torch sees a GPU, else cpu
     dtype: str | None = None  # None: float32 (embeddings are compared to 1e-5)
     num_threads: int | None = None  # torch intra-op threads in the encoder process
-    max_batch_tokens: int = 16384
+    max_batch_tokens: int = 4096
     cache_dir: Path = field(default_factory=default_cache_dir)
 
     def validate(self) -> None:

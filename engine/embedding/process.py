@@ -1,5 +1,8 @@
 """The encoder's loop: take requests and aborts, run one batch of at most max_batch_tokens, send results.
 
+A batch takes inputs round-robin across the waiting requests, so a one-text query is not
+stuck behind a 2048-text indexing request.
+
 Runs as the main loop of the encoder process (`run_encoder_process`) or on a thread for the
 in-process client; either way it talks to its client over one `multiprocessing` pipe end,
 whose messages are msgpack of `schemas.embedding` structs.
@@ -35,7 +38,7 @@ _DECODER = msgspec.msgpack.Decoder(EncoderInbound)
 
 @dataclass(slots=True)
 class _Job:
-    """One request's inputs; `vectors` fills up batch by batch, FCFS."""
+    """One request's inputs; `vectors` fills up in input order, batch by batch."""
 
     request_id: str
     inputs: list[list[int]]
@@ -90,14 +93,24 @@ def _take_messages(jobs: deque[_Job], inbox: queue.Queue) -> bool:
 
 
 def _next_batch(jobs: deque[_Job], max_tokens: int) -> list[tuple[_Job, list[int]]]:
+    """Inputs taken round-robin from the waiting requests, oldest first, up to `max_tokens` tokens
+    (at least one input): a small request waits for one batch, not for a large one's every batch."""
     batch, num_tokens = [], 0
-    for job in jobs:
-        for ids in job.inputs[job.num_done:]:
+    taken = {id(job): job.num_done for job in jobs}  # the next input of each job
+    while True:
+        progressed = False
+        for job in jobs:
+            if taken[id(job)] == len(job.inputs):
+                continue
+            ids = job.inputs[taken[id(job)]]
             if batch and num_tokens + len(ids) > max_tokens:
                 return batch
             batch.append((job, ids))
             num_tokens += len(ids)
-    return batch
+            taken[id(job)] += 1
+            progressed = True
+        if not progressed:
+            return batch
 
 
 def _loop(runner: EmbeddingRunner, conn, inbox: queue.Queue) -> None:
@@ -117,8 +130,8 @@ def _loop(runner: EmbeddingRunner, conn, inbox: queue.Queue) -> None:
         for (job, _), row in zip(batch, vectors):
             job.vectors.append(row)
             job.num_done += 1
-        while jobs and jobs[0].num_done == len(jobs[0].inputs):
-            job = jobs.popleft()
+        for job in [j for j in jobs if j.num_done == len(j.inputs)]:
+            jobs.remove(job)
             data = np.stack(job.vectors).astype("<f4", copy=False).tobytes()
             conn.send_bytes(_ENCODER.encode(EmbedResult(job.request_id, data, len(job.inputs))))
 

@@ -124,3 +124,28 @@ async def test_a_folder_that_cannot_load_is_a_value_error(tmp_path):
     (folder / "model.safetensors").write_bytes(b"not weights")
     with pytest.raises(ValueError, match="corrupt weights"):
         await AsyncEmbedder.start(EmbeddingConfig(model=str(folder)), in_process=True)
+
+
+def test_batches_take_inputs_round_robin_across_requests():
+    from collections import deque
+
+    from engine.embedding.process import _Job, _next_batch
+
+    big, small = _Job("big", [[1] * 3] * 10), _Job("small", [[2] * 2, [2] * 2])
+    jobs = deque([big, small])
+    batch = _next_batch(jobs, max_tokens=10)
+    assert [job.request_id for job, _ in batch] == ["big", "small", "big", "small"]
+    assert _next_batch(deque([big]), max_tokens=1) == [(big, [1] * 3)]  # one input even over the budget
+
+
+async def test_a_small_request_does_not_wait_for_a_big_one(bert_dir):
+    embedder = await AsyncEmbedder.start(EmbeddingConfig(model=bert_dir, max_batch_tokens=16), in_process=True)
+    try:
+        ids = embedder.tokenize(["hello world"])[0]
+        big = asyncio.ensure_future(embedder.embed("big", [ids] * 400))
+        await asyncio.sleep(0)
+        small = await embedder.embed("small", [ids])
+        assert small.shape == (1, 32) and not big.done()
+        assert (await big).shape == (400, 32)
+    finally:
+        await embedder.shutdown()
