@@ -35,6 +35,7 @@ def _engine_config(args: argparse.Namespace):
         enable_prefix_caching=not args.no_prefix_caching,
         device=args.device,
         dtype=None if args.dtype == "auto" else args.dtype,
+        kv_cache_dtype=None if args.kv_cache_dtype == "auto" else args.kv_cache_dtype,
         quantization=args.quantization,
         cpu_kernels=not args.no_cpu_kernels,
         model_impl=args.model_impl,

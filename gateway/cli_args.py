@@ -57,6 +57,8 @@ def _engine_flags(serve: argparse.ArgumentParser) -> None:
     group.add_argument("--dtype", default=None, choices=["auto", "float32", "bfloat16", "float16"],
                        help="auto (default): bfloat16 on CUDA and on CPUs with BF16 units, else float32; on CPU with "
                             "the C kernels, the KV cache's dtype")
+    group.add_argument("--kv-cache-dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"],
+                       help="KV cache elements (auto: the model dtype); another dtype needs the CPU kernels")
     group.add_argument("--quantization", default="auto", choices=["auto", "none", "int8", "int4"],
                        help="linear weights on CPU: auto (default) serves int4/int8 where the weights lie exactly on "
                             "such a grid (a GGUF's Q4_1/Q8_0), float32 elsewhere; int8/int4 force a grid (lossy)")
