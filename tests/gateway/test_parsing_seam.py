@@ -129,7 +129,7 @@ async def test_parsers_are_on_by_default(make_client):
     """GatewaySettings() holds the CLI's defaults: both parsers "auto" (hermes for the tiny ChatML template)."""
     client = await make_client(script=_script(_reasoning_text("hermes") + CALL_TEXT), max_model_len=2048)
     services = client.server.app[SERVICES]
-    assert services.parsers == ParserConfig(tool_parser="hermes", reasoning_parser="hermes")
+    assert (services.parsers.tool_parser, services.parsers.reasoning_parser) == ("hermes", "hermes")
     body = await (await client.post("/v1/chat/completions", json={"messages": MESSAGES, "tools": TOOLS})).json()
     message = body["choices"][0]["message"]
     assert message["reasoning_content"] == "The user greets." and message["tool_calls"]
