@@ -61,7 +61,7 @@ class ServerProcess:
                 raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.output}")
             if any(line.startswith("Serving model") for line in self.lines):
                 try:
-                    with urllib.request.urlopen(self.url + "/health", timeout=5, context=self.ssl_context) as resp:
+                    with urllib.request.urlopen(self.url + "/health", timeout=5, context=getattr(self, "ssl_context", None)) as resp:
                         if resp.status == 200:
                             return
                 except OSError:
