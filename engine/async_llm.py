@@ -25,9 +25,12 @@ from schemas.engine import (
     EngineRequest,
     EngineStats,
     ModelInfo,
+    ProfileResult,
     ResetPrefixCache,
     SamplingParams,
+    StartProfile,
     StepOutputs,
+    StopProfile,
     StructuredSpec,
 )
 
@@ -50,6 +53,7 @@ class AsyncLLM:
         self._processor = OutputProcessor(tokenizer)
         self._queues: dict[str, asyncio.Queue] = {}
         self._dead = False
+        self._profile_reply: asyncio.Future | None = None
         self._reader = asyncio.create_task(self._read_loop())
 
     @classmethod
@@ -80,6 +84,8 @@ class AsyncLLM:
 
     async def _read_loop(self) -> None:
         while (message := await self.client.recv()) is not None:
+            if isinstance(message, ProfileResult) and self._profile_reply and not self._profile_reply.done():
+                self._profile_reply.set_result(message)
             if not isinstance(message, StepOutputs):
                 continue
             self.stats = message.stats
@@ -94,6 +100,8 @@ class AsyncLLM:
         self._dead = True
         for queue in self._queues.values():
             queue.put_nowait(EngineDeadError("the engine core stopped"))
+        if self._profile_reply is not None and not self._profile_reply.done():
+            self._profile_reply.set_exception(EngineDeadError("the engine core stopped"))
 
     async def generate(
         self, request_id: str, prompt_token_ids: list[int], params: SamplingParams
@@ -128,6 +136,27 @@ class AsyncLLM:
 
     async def abort(self, request_id: str) -> None:
         self.client.send(AbortRequests([request_id]))
+
+    async def start_profile(self) -> None:
+        """Starts torch's profiler in the core; RuntimeError when it runs already."""
+        await self._profile_call(StartProfile())
+
+    async def stop_profile(self, path: str) -> str:
+        """Stops the profiler; the core writes its Chrome trace to `path` and this returns it."""
+        return (await self._profile_call(StopProfile(path))).path or path
+
+    async def _profile_call(self, message: StartProfile | StopProfile) -> ProfileResult:
+        if self._profile_reply is not None:
+            raise RuntimeError("another profiler call is in flight")
+        self._profile_reply = asyncio.get_running_loop().create_future()
+        try:
+            self.client.send(message)
+            result = await self._profile_reply
+        finally:
+            self._profile_reply = None
+        if result.error:
+            raise RuntimeError(result.error)
+        return result
 
     async def reset_prefix_cache(self) -> None:
         self.client.send(ResetPrefixCache())

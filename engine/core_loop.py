@@ -14,10 +14,21 @@ import threading
 
 from engine.config import EngineConfig
 from engine.core import EngineCore
+from engine.profiling import CoreProfiler
 from engine.wire import BlockingConnection
-from schemas.engine import AbortRequests, AddRequest, CoreFailed, CoreReady, ResetPrefixCache, StepOutputs
+from schemas.engine import (
+    AbortRequests,
+    AddRequest,
+    CoreFailed,
+    CoreReady,
+    ResetPrefixCache,
+    StartProfile,
+    StepOutputs,
+    StopProfile,
+)
 
 log = logging.getLogger(__name__)
+_HANDLED = (AddRequest, AbortRequests, ResetPrefixCache, StartProfile, StopProfile)
 
 
 def _reader(conn: BlockingConnection, inbox: queue.Queue) -> None:
@@ -48,23 +59,33 @@ def serve_core(config: EngineConfig, sock: socket.socket) -> None:
         sock.close()
 
 
+def _apply(message, core: EngineCore, profiler: CoreProfiler, conn: BlockingConnection, errors: list) -> None:
+    """One client message; a refused request's error output joins `errors`, profiler answers go out at once."""
+    if isinstance(message, AddRequest):
+        error = core.add_request(message.request)
+        if error is not None:
+            errors.append(error)
+    elif isinstance(message, AbortRequests):
+        core.abort(message.request_ids)
+    elif isinstance(message, StartProfile):
+        conn.send(profiler.start())
+    elif isinstance(message, StopProfile):
+        conn.send(profiler.stop(message.path))
+    else:
+        core.kv.reset_prefix_cache()
+
+
 def _loop(core: EngineCore, conn: BlockingConnection, inbox: queue.Queue) -> None:
+    profiler = CoreProfiler()
     while True:
         errors, changed = [], False
         try:
             message = inbox.get(block=not core.has_work())
             while True:
-                if message is None or not isinstance(message, (AddRequest, AbortRequests, ResetPrefixCache)):
+                if message is None or not isinstance(message, _HANDLED):
                     return  # Shutdown, or the client has gone
                 changed = True
-                if isinstance(message, AddRequest):
-                    error = core.add_request(message.request)
-                    if error is not None:
-                        errors.append(error)
-                elif isinstance(message, AbortRequests):
-                    core.abort(message.request_ids)
-                else:
-                    core.kv.reset_prefix_cache()
+                _apply(message, core, profiler, conn, errors)
                 message = inbox.get_nowait()
         except queue.Empty:
             pass

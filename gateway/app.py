@@ -1,18 +1,19 @@
-"""The application factory: routes, middlewares, and the engine pool's lifetime in a cleanup context."""
+"""The application factory: routes, middlewares, and the engines' lifetime in a cleanup context."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 from aiohttp import web
 
-from gateway import routes_misc, routes_playground
+from gateway import openapi, routes_embeddings, routes_misc, routes_playground, routes_profile
+from gateway.auth import auth_middleware
 from gateway.engine_pool import EnginePool
-from gateway.errors import ApiError, error_middleware
+from gateway.errors import error_middleware
 from gateway.metrics import GatewayMetrics, metrics_middleware
 from gateway.routes_chat import chat_completions
 from gateway.routes_completions import completions
@@ -21,39 +22,59 @@ from gateway.state import SERVICES, GatewaySettings, Services
 log = logging.getLogger("gateway")
 
 PoolStarter = Callable[[], Awaitable[EnginePool]]
-_OPEN_PATHS = ("/health", "/metrics")
+EmbedderStarter = Callable[[], Awaitable[Any]]  # -> a started engine.embedding.AsyncEmbedder
 
 
-def auth_middleware(api_key: str):
-    """Requires `Authorization: Bearer <api_key>` on every route except health, metrics and the playground page."""
-    expected = f"Bearer {api_key}".encode()
-
-    @web.middleware
-    async def middleware(request: web.Request, handler) -> web.StreamResponse:
-        if request.path not in _OPEN_PATHS and not routes_playground.is_public(request.path):
-            given = request.headers.get("Authorization", "").encode()
-            if not hmac.compare_digest(given, expected):
-                raise ApiError(401, "Incorrect API key provided.", code="invalid_api_key")
-        return await handler(request)
-
-    return middleware
+async def _start_engines(start_pool: PoolStarter, start_embedder: EmbedderStarter | None) -> tuple[EnginePool, Any]:
+    """Starts the pool and the embedder side by side; if either fails, the other is shut down."""
+    starts = [start_pool()] + ([start_embedder()] if start_embedder is not None else [])
+    results = await asyncio.gather(*starts, return_exceptions=True)
+    failed = next((r for r in results if isinstance(r, BaseException)), None)
+    if failed is not None:
+        for result in results:
+            if not isinstance(result, BaseException):
+                await result.shutdown()
+        raise failed
+    return results[0], (results[1] if len(results) > 1 else None)
 
 
-def _engine_context(start_pool: PoolStarter, on_ready: Callable[[Services], None] | None):
+async def _supervise_embedder(services: Services, start_embedder: EmbedderStarter, interval_s: float = 0.5) -> None:
+    """Runs until cancelled: an encoder whose process died is replaced (its requests in flight got a 503)."""
+    while True:
+        await asyncio.sleep(interval_s)
+        if services.embedder.is_alive:
+            continue
+        log.warning("the embedding encoder died; restarting it")
+        await services.embedder.shutdown()
+        try:
+            services.embedder = await start_embedder()
+            log.warning("the embedding encoder restarted")
+        except Exception:
+            log.exception("restart of the embedding encoder failed; retrying")
+            await asyncio.sleep(2.0)
+
+
+def _engine_context(start_pool: PoolStarter, start_embedder: EmbedderStarter | None,
+                    on_ready: Callable[[Services], None] | None):
     async def engine_context(app: web.Application) -> AsyncIterator[None]:
         services = app[SERVICES]
-        pool = await start_pool()
-        services.attach(pool)
-        supervisor = asyncio.create_task(pool.supervise())
+        pool, embedder = await _start_engines(start_pool, start_embedder)
+        services.attach(pool, embedder)
+        supervisors = [asyncio.create_task(pool.supervise())]
+        if embedder is not None:
+            supervisors.append(asyncio.create_task(_supervise_embedder(services, start_embedder)))
         if on_ready is not None:
             on_ready(services)
         try:
             yield
         finally:
-            supervisor.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await supervisor
+            for supervisor in supervisors:
+                supervisor.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await supervisor
             await pool.shutdown()
+            if services.embedder is not None:
+                await services.embedder.shutdown()
 
     return engine_context
 
@@ -62,18 +83,23 @@ def create_app(
     settings: GatewaySettings,
     start_pool: PoolStarter,
     *,
+    start_embedder: EmbedderStarter | None = None,
     on_ready: Callable[[Services], None] | None = None,
 ) -> web.Application:
-    """A configured gateway app; `start_pool` is awaited at startup, the pool shut down at cleanup."""
+    """A configured gateway app; the starters are awaited at startup, the engines shut down at cleanup."""
     metrics = GatewayMetrics()
     middlewares = [metrics_middleware(metrics), error_middleware]
-    if settings.api_key:
-        middlewares.append(auth_middleware(settings.api_key))
+    if settings.api_keys:
+        middlewares.append(auth_middleware(settings.api_keys, settings.protect_metrics))
     app = web.Application(middlewares=middlewares, client_max_size=settings.max_body_bytes)
     app[SERVICES] = Services(settings=settings, metrics=metrics)
     app.router.add_post("/v1/chat/completions", chat_completions)
     app.router.add_post("/v1/completions", completions)
+    routes_embeddings.add_routes(app)
     routes_misc.add_routes(app)
     routes_playground.add_routes(app)
-    app.cleanup_ctx.append(_engine_context(start_pool, on_ready))
+    if settings.profiler_dir:
+        routes_profile.add_routes(app)
+    openapi.add_routes(app)
+    app.cleanup_ctx.append(_engine_context(start_pool, start_embedder, on_ready))
     return app

@@ -6,11 +6,14 @@ non-streaming reply is the `MessageBuilder` sum of the same deltas, so they agre
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Mapping, Protocol, Sequence
 
 from schemas.openai import ChatDelta, FunctionDelta, ToolCallDelta
+
+log = logging.getLogger("gateway")
 
 
 @dataclass(slots=True)
@@ -134,30 +137,37 @@ def _add_arguments(calls: list[ToolCallPart], index: int, text: str) -> None:
 
 @dataclass(frozen=True, slots=True)
 class ParserConfig:
-    """Which output format to parse; from the CLI's --tool-parser / --reasoning-parser
-    (a format name of parsing/, or "auto": detected from the chat template at startup).
-    `marker_ids` (filled at startup) maps each format to its markers' control-token ids."""
+    """Which output format to parse; from the CLI's --tool-parser / --reasoning-parser: a format
+    name of parsing/, "auto" (detected from the chat template at startup, the default) or
+    "none" / None (off). `marker_ids` (filled at startup) maps each format to its markers'
+    control-token ids."""
 
-    tool_parser: str | None = None
-    reasoning_parser: str | None = None
+    tool_parser: str | None = "auto"
+    reasoning_parser: str | None = "auto"
     marker_ids: Mapping[str, Mapping[int, str]] = field(default_factory=lambda: MappingProxyType({}))
 
 
 def resolve_parsers(config: ParserConfig, tokenizer: Any) -> ParserConfig:
-    """Replaces "auto" by the detected format; raises ValueError for an unknown format name."""
-    if not (config.tool_parser or config.reasoning_parser):
-        return config
+    """Replaces "auto" by the detected format, or by None (logged) when the template shows none;
+    "none" becomes None; raises ValueError for an unknown format name."""
+    wanted = [None if name in (None, "none") else name for name in (config.tool_parser, config.reasoning_parser)]
+    if not any(wanted):
+        return ParserConfig(None, None)
     import parsing
 
     detected = None
-    if "auto" in (config.tool_parser, config.reasoning_parser):
+    if "auto" in wanted:
         template = getattr(tokenizer, "chat_template", None) or ""
         detected = parsing.detect_format(template, list(getattr(tokenizer, "all_special_tokens", [])))
+        if detected is None:
+            log.warning("No tool-call or reasoning format detected in this model's chat template: requests with "
+                        "tools get them in the prompt and plain content back (name one with --tool-parser / "
+                        "--reasoning-parser)")  # fmt: skip
     names = []
-    for name in (config.tool_parser, config.reasoning_parser):
+    for name in wanted:
         name = detected if name == "auto" else name
         if name is not None and name not in parsing.formats():
-            raise ValueError(f"unknown parser format {name!r}; known: {', '.join(parsing.formats())}")
+            raise ValueError(f"unknown parser format {name!r}; known: {', '.join(parsing.formats())}, auto, none")
         names.append(name)
     ids = MappingProxyType({n: marker_token_ids(tokenizer, parsing.marker_tokens(n)) for n in set(names) if n})
     return ParserConfig(tool_parser=names[0], reasoning_parser=names[1], marker_ids=ids)
@@ -185,14 +195,16 @@ def marker_token_ids(tokenizer: Any, markers: Sequence[str]) -> Mapping[int, str
 def open_output(config: ParserConfig, tools: list[dict] | None, starts_in_reasoning: bool,
                 max_calls: int | None = None) -> OutputStream:
     """The output stream for one choice. The tool parser runs when the request offers tools;
-    the reasoning parser otherwise; with neither, all text is content. At most `max_calls`
-    tool calls are reported."""
-    fmt = (config.tool_parser if tools else None) or config.reasoning_parser
+    the reasoning parser otherwise, leaving call markup in the content; with neither, all
+    text is content. At most `max_calls` tool calls are reported."""
+    calls = bool(tools) and config.tool_parser is not None
+    fmt = config.tool_parser if calls else config.reasoning_parser
     if not fmt:
         return PlainOutput()
     import parsing
 
-    stream = parsing.open_stream(fmt, tools or [], starts_in_reasoning, marker_ids=config.marker_ids.get(fmt))
+    stream = parsing.open_stream(fmt, tools or [], starts_in_reasoning, calls=calls,
+                                 marker_ids=config.marker_ids.get(fmt))
     return ParsedOutput(stream, max_calls)
 
 

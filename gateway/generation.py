@@ -32,7 +32,10 @@ async def read_body(request: web.Request, type_: type[T]) -> T:
 
 
 def check_model(services: Services, model: str | None) -> None:
+    """A generation route's `model` names the chat model (or is absent)."""
     if model and model != services.model_name and model != str(services.pool.model_info.path):
+        if services.embedder is not None and model in (services.embedder.info.name, services.embedder.info.path):
+            raise bad_request(f"The model `{model}` is an embedding model: use /v1/embeddings", "model")
         raise ApiError(
             404,
             f"The model `{model}` does not exist. This server serves `{services.model_name}`.",

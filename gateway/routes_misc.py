@@ -1,15 +1,16 @@
-"""Small routes: models, health, metrics, tokenize/detokenize, and the embeddings placeholder."""
+"""Small routes: models, health, metrics, tokenize/detokenize."""
 
 from __future__ import annotations
 
 import msgspec
 from aiohttp import web
 
-from gateway.errors import ApiError, bad_request
+from gateway.errors import bad_request
 from gateway.generation import check_model, read_body
 from gateway.metrics import CONTENT_TYPE
 from gateway.state import SERVICES, Services
 from schemas.openai import DetokenizeRequest, ModelCard, ModelList, TokenizeRequest
+from schemas.openai_server import DetokenizeResponse, HealthResponse, TokenizeResponse
 
 _ENCODER = msgspec.json.Encoder()
 
@@ -24,21 +25,40 @@ def _card(services: Services) -> ModelCard:
                      root=str(info.path) if info.path is not None else None)
 
 
+def _embedding_card(services: Services) -> ModelCard | None:
+    embedder = services.embedder
+    if embedder is None:
+        return None
+    info = embedder.info
+    return ModelCard(id=info.name, created=services.created, max_model_len=info.max_seq_len, root=info.path)
+
+
 async def list_models(request: web.Request) -> web.Response:
-    return _json(ModelList(data=[_card(request.app[SERVICES])]))
+    services = request.app[SERVICES]
+    cards = [_card(services), _embedding_card(services)]
+    return _json(ModelList(data=[card for card in cards if card is not None]))
 
 
 async def get_model(request: web.Request) -> web.Response:
     services = request.app[SERVICES]
-    check_model(services, request.match_info["model_id"])
+    model_id = request.match_info["model_id"]
+    embedding = _embedding_card(services)
+    if embedding is not None and model_id in (embedding.id, embedding.root):
+        return _json(embedding)
+    check_model(services, model_id)
     return _json(_card(services))
 
 
 async def health(request: web.Request) -> web.Response:
-    pool = request.app[SERVICES].pool
+    services = request.app[SERVICES]
+    pool = services.pool
     status = 200 if pool.num_alive > 0 else 503
-    return _json({"status": "ok" if status == 200 else "unavailable", "engines_alive": pool.num_alive,
-                  "engines": pool.size}, status)
+    embedding = None
+    if services.embedder is not None:
+        embedding = "ok" if services.embedder.is_alive else "unavailable"
+    body = HealthResponse(status="ok" if status == 200 else "unavailable", engines_alive=pool.num_alive,
+                          engines=pool.size, embedding=embedding)  # fmt: skip
+    return _json(body, status)
 
 
 async def metrics(request: web.Request) -> web.Response:
@@ -64,7 +84,7 @@ async def tokenize(request: web.Request) -> web.Response:
     else:
         raise bad_request("either prompt or messages is required", "prompt")
     max_len = services.pool.model_info.max_model_len
-    return _json({"tokens": token_ids, "count": len(token_ids), "max_model_len": max_len})
+    return _json(TokenizeResponse(tokens=token_ids, count=len(token_ids), max_model_len=max_len))
 
 
 async def detokenize(request: web.Request) -> web.Response:
@@ -74,12 +94,7 @@ async def detokenize(request: web.Request) -> web.Response:
     vocab_size = services.pool.model_info.vocab_size
     if any(not 0 <= t < vocab_size for t in req.tokens):
         raise bad_request("tokens holds an id outside the vocabulary", "tokens")
-    return _json({"prompt": services.pool.tokenizer.decode(req.tokens)})
-
-
-async def embeddings(request: web.Request) -> web.Response:
-    raise ApiError(501, "Embeddings are not supported by this server yet", type="not_implemented_error",
-                   code="not_implemented")
+    return _json(DetokenizeResponse(prompt=services.pool.tokenizer.decode(req.tokens)))
 
 
 def add_routes(app: web.Application) -> None:
@@ -89,4 +104,3 @@ def add_routes(app: web.Application) -> None:
     app.router.add_get("/metrics", metrics)
     app.router.add_post("/tokenize", tokenize)
     app.router.add_post("/detokenize", detokenize)
-    app.router.add_post("/v1/embeddings", embeddings)

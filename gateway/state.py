@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from aiohttp import web
 
@@ -20,12 +21,14 @@ class GatewaySettings:
     """Everything about the HTTP side; built once by the CLI (or a test)."""
 
     served_model_name: str | None = None  # None: the engine's model name
-    api_key: str | None = None
+    api_keys: tuple[str, ...] = ()  # empty: no key needed
+    protect_metrics: bool = False  # /health and /metrics need a key too
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     reasoning_field: str = "reasoning_content"  # or "reasoning" (vLLM >= 0.11 naming)
     parsers: ParserConfig = field(default_factory=ParserConfig)
     retry_after_s: int = 1
     stream_heartbeat_s: float | None = None
+    profiler_dir: str | None = None  # None: no /start_profile and /stop_profile routes
 
 
 @dataclass(slots=True)
@@ -36,13 +39,15 @@ class Services:
     metrics: GatewayMetrics
     _pool: EnginePool | None = None
     _renderer: ChatRenderer | None = None
+    embedder: Any = None  # an engine.embedding.AsyncEmbedder when an embedding model is served
     parsers: ParserConfig = field(default_factory=ParserConfig)
     model_name: str = ""
     created: int = field(default_factory=lambda: int(time.time()))
     token_text_cache: dict[int, str] = field(default_factory=dict)
 
-    def attach(self, pool: EnginePool) -> None:
+    def attach(self, pool: EnginePool, embedder: Any = None) -> None:
         self._pool = pool
+        self.embedder = embedder
         self.parsers = resolve_parsers(self.settings.parsers, pool.tokenizer)
         self._renderer = ChatRenderer(pool.tokenizer, self.parsers.tool_parser)
         self.model_name = self.settings.served_model_name or pool.model_info.name

@@ -36,7 +36,8 @@ def _strict_tools(req: ChatCompletionRequest) -> list[Any]:
 
 def _syntax(tool_format: str | None, what: str, param: str) -> dict[str, Any]:
     if not tool_format:
-        raise bad_request(f"{what} needs a server started with --tool-parser", param)
+        raise bad_request(f"{what} needs a tool-call format, and none was detected for this model: start the "
+                          "server with --tool-parser NAME", param)  # fmt: skip
     import parsing
 
     syntax = parsing.call_syntax(tool_format)
@@ -51,7 +52,7 @@ def tool_call_spec(req: ChatCompletionRequest, tool_format: str | None) -> Const
     forced = tools is not None
     if not forced:
         tools = _strict_tools(req)
-        if not tools:
+        if not tools or not tool_format:  # no format: the tools are in the prompt, the reply is content
             return None
     what, param = ("tool_choice required or named", "tool_choice") if forced else ("strict: true", "tools")
     syntax = _syntax(tool_format, what, param)

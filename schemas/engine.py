@@ -112,7 +112,17 @@ class ResetPrefixCache(msgspec.Struct, tag="reset_prefix_cache"):
     pass
 
 
-ClientMessage = AddRequest | AbortRequests | Shutdown | ResetPrefixCache
+class StartProfile(msgspec.Struct, tag="start_profile"):
+    """Start torch's profiler in the core; answered by a ProfileResult."""
+
+
+class StopProfile(msgspec.Struct, tag="stop_profile"):
+    """Stop the profiler and write its Chrome trace to `path`; answered by a ProfileResult."""
+
+    path: str
+
+
+ClientMessage = AddRequest | AbortRequests | Shutdown | ResetPrefixCache | StartProfile | StopProfile
 
 
 # --- core -> client --------------------------------------------------------------------
@@ -147,4 +157,11 @@ class CoreFailed(msgspec.Struct, tag="failed"):
     message: str
 
 
-CoreMessage = StepOutputs | CoreReady | CoreFailed
+class ProfileResult(msgspec.Struct, tag="profile"):
+    """The answer to StartProfile / StopProfile: the trace written (stop), or why it failed."""
+
+    path: str | None = None
+    error: str | None = None
+
+
+CoreMessage = StepOutputs | CoreReady | CoreFailed | ProfileResult

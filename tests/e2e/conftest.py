@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.tiny_bert import make_tiny_bert
 from tests.helpers.tiny_model import make_tiny_model
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,10 +30,12 @@ def free_port() -> int:
 class ServerProcess:
     """A gateway subprocess in its own process group (so a test can Ctrl-C it like a terminal)."""
 
-    def __init__(self, *args: str, api_key: str | None = None) -> None:
+    def __init__(self, *args: str, api_key: str | None = None, ssl_context: ssl.SSLContext | None = None) -> None:
+        """`ssl_context`: the client context the readiness check uses (the server then speaks HTTPS)."""
         self.port = free_port()
         self.api_key = api_key
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.ssl_context = ssl_context
+        self.url = f"{'https' if ssl_context else 'http'}://127.0.0.1:{self.port}"
         cmd = [sys.executable, "-m", "gateway", "serve", "--port", str(self.port), *args]
         if api_key:
             cmd += ["--api-key", api_key]
@@ -57,7 +61,7 @@ class ServerProcess:
                 raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.output}")
             if any(line.startswith("Serving model") for line in self.lines):
                 try:
-                    with urllib.request.urlopen(self.url + "/health", timeout=5) as resp:
+                    with urllib.request.urlopen(self.url + "/health", timeout=5, context=getattr(self, "ssl_context", None)) as resp:
                         if resp.status == 200:
                             return
                 except OSError:
@@ -65,18 +69,27 @@ class ServerProcess:
             time.sleep(0.2)
         raise RuntimeError(f"server not ready after {timeout_s}s:\n{self.output}")
 
-    def core_pids(self) -> list[int]:
-        """The engine-core child processes (spawned interpreters running the core loop)."""
+    def _children(self) -> list[tuple[int, str]]:
+        """(pid, name) of the spawned child interpreters (engine cores and the encoder)."""
         children = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text().split()
-        pids = []
+        found = []
         for pid in map(int, children):
             try:
                 cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+                comm = Path(f"/proc/{pid}/comm").read_text().strip()
             except OSError:
                 continue
             if b"spawn_main" in cmdline:
-                pids.append(pid)
-        return pids
+                found.append((pid, comm))
+        return found
+
+    def core_pids(self) -> list[int]:
+        """The engine-core child processes (spawned interpreters running the core loop)."""
+        return [pid for pid, comm in self._children() if comm != "gw-encoder"]
+
+    def encoder_pids(self) -> list[int]:
+        """The embedding encoder's process (named gw-encoder)."""
+        return [pid for pid, comm in self._children() if comm == "gw-encoder"]
 
     def interrupt(self) -> None:
         """Ctrl-C as a terminal sends it: SIGINT to the whole process group."""
@@ -104,10 +117,16 @@ def tiny_model_dir(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def server(tiny_model_dir):
-    """Two engine cores on the tiny random model, shared by most e2e tests."""
+def tiny_bert_dir(tmp_path_factory) -> Path:
+    return make_tiny_bert(tmp_path_factory.mktemp("e2e-bert") / "tiny-bert")
+
+
+@pytest.fixture(scope="session")
+def server(tiny_model_dir, tiny_bert_dir):
+    """Two engine cores on the tiny random model and an encoder on a tiny BERT, shared by most e2e tests."""
     proc = ServerProcess("--model", str(tiny_model_dir), "--data-parallel-size", "2", "--max-model-len", "512",
-                         "--served-model-name", "tiny", "--num-kv-blocks", "256", "--tool-parser", "hermes")
+                         "--served-model-name", "tiny", "--num-kv-blocks", "256", "--tool-parser", "hermes",
+                         "--embedding-model", str(tiny_bert_dir))
     try:
         proc.wait_ready()
         yield proc

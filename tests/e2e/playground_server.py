@@ -50,7 +50,7 @@ def build_app(tokenizer_dir: str, api_key: str | None, step_delay_s: float) -> w
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
-    settings = GatewaySettings(api_key=api_key, parsers=ParserConfig(tool_parser="qwen3", reasoning_parser="qwen3"))
+    settings = GatewaySettings(api_keys=(api_key,) if api_key else (), parsers=ParserConfig(tool_parser="qwen3", reasoning_parser="qwen3"))
 
     async def start_pool() -> EnginePool:
         fake = FakeLLM(tokenizer, script=make_script(tokenizer), max_model_len=4096, num_blocks=1024,

@@ -1,9 +1,10 @@
-"""A second server with an API key and a one-request queue: 401, 429 + Retry-After, Ctrl-C drain."""
+"""A second server with API keys, the profiler routes and a one-request queue: 401, traces, 429 + Retry-After, Ctrl-C drain."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 
 import aiohttp
 import pytest
@@ -16,9 +17,17 @@ GOOD = {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4, "tempe
 
 
 @pytest.fixture(scope="module")
-def small_server(tiny_model_dir):
+def trace_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("traces")
+
+
+@pytest.fixture(scope="module")
+def small_server(tiny_model_dir, tmp_path_factory, trace_dir):
+    key_file = tmp_path_factory.mktemp("keys") / "keys.txt"
+    key_file.write_text("# one per line\nfrom-file-1\nfrom-file-2\n")
     proc = ServerProcess("--model", str(tiny_model_dir), "--max-num-seqs", "1", "--max-waiting", "0",
-                         "--max-model-len", "512", api_key="sekret")
+                         "--max-model-len", "512", "--embedding-model", "none", "--api-key", "second",
+                         "--api-key-file", str(key_file), "--profiler-dir", str(trace_dir), api_key="sekret")
     try:
         proc.wait_ready()
         yield proc
@@ -34,8 +43,28 @@ async def test_api_key(small_server):
                 assert (await resp.json())["error"]["code"] == "invalid_api_key"
         async with http.get("/health") as resp:
             assert resp.status == 200
+        for key in ("sekret", "second", "from-file-1", "from-file-2"):
+            async with http.post(CHAT, json=GOOD, headers={"Authorization": f"Bearer {key}"}) as resp:
+                assert resp.status == 200
+
+
+async def test_profiler_writes_a_chrome_trace(small_server, trace_dir):
+    async with aiohttp.ClientSession(small_server.url) as http:
+        async with http.post("/start_profile") as resp:
+            assert resp.status == 401
+        async with http.post("/start_profile", headers=KEY) as resp:
+            assert resp.status == 200 and (await resp.json())["status"] == "started"
         async with http.post(CHAT, json=GOOD, headers=KEY) as resp:
             assert resp.status == 200
+        async with http.post("/stop_profile", headers=KEY) as resp:
+            assert resp.status == 200
+            (name,) = (await resp.json())["files"]
+        async with http.post("/stop_profile", headers=KEY) as resp:
+            assert resp.status == 409
+    assert os.path.dirname(name) == str(trace_dir)
+    with open(name) as f:
+        trace = json.load(f)
+    assert trace["traceEvents"] and any(e.get("name", "").startswith("aten::") for e in trace["traceEvents"])
 
 
 async def test_full_queue_is_429_with_retry_after(small_server):

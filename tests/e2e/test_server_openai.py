@@ -23,8 +23,9 @@ def aclient(server):
 
 def test_models(client):
     models = client.models.list()
-    assert [m.id for m in models.data] == ["tiny"]
+    assert [m.id for m in models.data] == ["tiny", "tiny-bert"]
     assert client.models.retrieve("tiny").id == "tiny"
+    assert client.models.retrieve("tiny-bert").id == "tiny-bert"
     with pytest.raises(openai.NotFoundError):
         client.models.retrieve("nope")
 
@@ -97,9 +98,24 @@ async def test_tokenize_detokenize_embeddings(client, server):
             tokens = (await resp.json())["tokens"]
         async with http.post("/detokenize", json={"tokens": tokens}) as resp:
             assert (await resp.json())["prompt"] == "Hello world"
-    with pytest.raises(openai.APIStatusError) as err:
-        client.embeddings.create(model="tiny", input="x")
-    assert err.value.status_code == 501
+    with pytest.raises(openai.BadRequestError) as err:
+        client.embeddings.create(model="tiny", input="x")  # the chat model
+    assert err.value.status_code == 400
+
+
+def test_embeddings(client):
+    floats = client.embeddings.create(model="tiny-bert", input=["hello world", "the quick brown fox"],
+                                      encoding_format="float")  # fmt: skip
+    assert [d.index for d in floats.data] == [0, 1] and len(floats.data[0].embedding) == 32
+    assert floats.usage.prompt_tokens == floats.usage.total_tokens > 4
+    # the client's default asks for base64 and decodes it itself: the same vectors
+    packed = client.embeddings.create(model="tiny-bert", input=["hello world", "the quick brown fox"])
+    for a, b in zip(floats.data, packed.data):
+        assert a.embedding == pytest.approx(b.embedding, abs=1e-7)
+    ids = client.embeddings.create(model="tiny-bert", input=[[2, 9, 10, 3]])
+    assert len(ids.data) == 1
+    with pytest.raises(openai.BadRequestError, match="dimensions"):
+        client.embeddings.create(model="tiny-bert", input="x", dimensions=8)
 
 
 async def test_64_concurrent_streams_all_finish(aclient):

@@ -87,7 +87,19 @@ async def test_route_and_size_errors(http):
     assert (await expect_error(http, "GET", "/v1/nope", 404))["code"] == "not_found"
     big = b'{"messages": [{"role": "user", "content": "' + b"x" * (9 * 1024 * 1024) + b'"}]}'
     assert (await expect_error(http, "POST", CHAT, 413, data=big))["code"] == "request_too_large"
-    assert (await expect_error(http, "POST", "/v1/embeddings", 501, json={"input": "x"}))["code"] == "not_implemented"
+    assert (await expect_error(http, "POST", "/v1/embeddings", 400, json={"input": [[]]}))["param"] == "input"
+    for path in ("/start_profile", "/stop_profile"):  # no --profiler-dir: no profiler routes
+        assert (await expect_error(http, "POST", path, 404))["code"] == "not_found"
+
+
+async def test_openapi_describes_every_route(http):
+    from openapi_spec_validator import validate
+
+    async with http.get("/openapi.json") as resp:
+        spec = await resp.json()
+    validate(spec)
+    assert {"/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/models", "/v1/models/{model_id}",
+            "/health", "/metrics", "/tokenize", "/detokenize", "/openapi.json"} == set(spec["paths"])  # fmt: skip
 
 
 async def test_disconnect_frees_blocks(http):
@@ -129,3 +141,16 @@ async def test_killing_one_core_loses_no_other_request(http, server):
     assert await metric(http, "gateway_engines_alive") == 2
     assert await metric(http, "gateway_engine_restarts") == 1
     assert len(server.core_pids()) == 2
+
+
+async def test_a_killed_encoder_is_restarted(http, server):
+    (pid,) = server.encoder_pids()
+    os.kill(pid, signal.SIGKILL)
+    for _ in range(600):
+        async with http.get("/health") as resp:
+            if (await resp.json()).get("embedding") == "ok" and server.encoder_pids() not in ([], [pid]):
+                break
+        await asyncio.sleep(0.2)
+    async with http.post("/v1/embeddings", json={"input": "hello world"}) as resp:
+        assert resp.status == 200
+        assert len((await resp.json())["data"][0]["embedding"]) == 32

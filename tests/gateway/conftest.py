@@ -1,4 +1,4 @@
-"""Fixtures for gateway tests: the tiny tokenizer, a fake engine pool and an in-process test client."""
+"""Fixtures for gateway tests: the tiny tokenizer, a fake engine pool, a tiny BERT encoder and an in-process test client."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from gateway.app import create_app
 from gateway.engine_pool import EnginePool
 from gateway.state import GatewaySettings
 from tests.gateway.fake_engine import FakeLLM
+from tests.helpers.tiny_bert import make_tiny_bert
 from tests.helpers.tiny_model import make_tiny_model
 
 
@@ -22,13 +23,21 @@ def tokenizer(tmp_path_factory):
     return AutoTokenizer.from_pretrained(str(path))
 
 
+@pytest.fixture(scope="session")
+def tiny_bert_dir(tmp_path_factory) -> str:
+    return str(make_tiny_bert(tmp_path_factory.mktemp("tiny-bert") / "tiny-bert"))
+
+
 @pytest.fixture
 async def make_client(tokenizer) -> AsyncIterator[Callable]:
-    """make_client(settings=..., engines=[...], max_queued=...) -> a started TestClient."""
+    """make_client(settings=..., engines=[...], max_queued=..., embedding_model=folder) -> a started TestClient.
+
+    With `embedding_model`, a real encoder on that folder runs on a thread (engine.embedding)."""
     clients: list[TestClient] = []
 
     async def make(settings: GatewaySettings | None = None, engines: list | None = None,
-                   max_queued: int = 256, restart: bool = True, **fake_kwargs) -> TestClient:
+                   max_queued: int = 256, restart: bool = True, embedding_model: str | None = None,
+                   **fake_kwargs) -> TestClient:
         fakes = engines or [FakeLLM(tokenizer, **fake_kwargs)]
 
         async def factory(index: int) -> FakeLLM:
@@ -39,7 +48,15 @@ async def make_client(tokenizer) -> AsyncIterator[Callable]:
         async def start_pool() -> EnginePool:
             return EnginePool(list(fakes), factory if restart else None, max_queued=max_queued)
 
-        app = create_app(settings or GatewaySettings(), start_pool)
+        start_embedder = None
+        if embedding_model is not None:
+            from engine.embedding import AsyncEmbedder, EmbeddingConfig
+
+            async def start_embedder():
+                return await AsyncEmbedder.start(EmbeddingConfig(model=embedding_model, max_batch_tokens=64),
+                                                 in_process=True)  # fmt: skip
+
+        app = create_app(settings or GatewaySettings(), start_pool, start_embedder=start_embedder)
         client = TestClient(TestServer(app))
         await client.start_server()
         client.fakes = fakes  # type: ignore[attr-defined]

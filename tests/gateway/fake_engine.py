@@ -73,6 +73,7 @@ class FakeLLM:
         self._dead = asyncio.Event()
         self._grammar = None
         self.grammar_compile_timeout = 30.0
+        self.profiling = False
 
     @property
     def stats(self) -> EngineStats:
@@ -99,6 +100,19 @@ class FakeLLM:
 
     def warm_grammar(self) -> None:
         pass
+
+    async def start_profile(self) -> None:
+        if self.profiling:
+            raise RuntimeError("the profiler is already running")
+        self.profiling = True
+
+    async def stop_profile(self, path: str) -> str:
+        if not self.profiling:
+            raise RuntimeError("the profiler is not running")
+        self.profiling = False
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text('{"traceEvents": []}')
+        return path
 
     def kill(self) -> None:
         self.is_alive = False

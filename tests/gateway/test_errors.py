@@ -105,7 +105,7 @@ async def test_body_too_big_is_413(make_client):
 
 
 async def test_api_key(make_client):
-    client = await make_client(GatewaySettings(api_key="sekret"))
+    client = await make_client(GatewaySettings(api_keys=("sekret",)))
     error = await _expect_error(await client.post("/v1/chat/completions", json=GOOD), 401)
     assert error["code"] == "invalid_api_key"
     resp = await client.get("/v1/models", headers={"Authorization": "Bearer wrong"})
@@ -132,11 +132,6 @@ async def test_engine_validation_error_is_400(make_client):
     resp = await client.post("/v1/completions", json={"prompt": [10**6], "max_tokens": 2, "echo": True})
     await _expect_error(resp, 400, "prompt_token_ids")
     await _good_after(client)
-
-
-async def test_embeddings_is_501(client):
-    error = await _expect_error(await client.post("/v1/embeddings", json={"input": "x"}), 501)
-    assert error["code"] == "not_implemented"
 
 
 async def test_disconnect_aborts_and_frees_blocks(make_client):

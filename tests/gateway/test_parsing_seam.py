@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import json
+import logging
 
+import pytest
+
+import parsing
 from gateway.chat_output import ParserConfig
-from gateway.state import GatewaySettings
+from gateway.state import SERVICES, GatewaySettings
+from tests.gateway.fake_engine import FakeLLM
 from tests.gateway.sse_helpers import read_events
 
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {
@@ -107,10 +112,88 @@ async def test_required_tool_choice_constrains_generation(make_client):
     assert json.loads(client.fakes[0].requests[-1][2].structured.structural_tag)["max_calls"] == 1
 
 
-async def test_required_tool_choice_needs_a_tool_parser(client):
+async def test_required_tool_choice_needs_a_tool_parser(make_client):
+    client = await _client(make_client, CALL_TEXT, tool_parser="none")
     payload = {"messages": MESSAGES, "tools": TOOLS, "tool_choice": "required"}
     resp = await client.post("/v1/chat/completions", json=payload)
     assert resp.status == 400 and (await resp.json())["error"]["param"] == "tool_choice"
+    assert "--tool-parser" in (await resp.json())["error"]["message"]
+
+
+def _reasoning_text(fmt: str) -> list[str]:
+    begin, end = parsing.reasoning_tags(fmt)
+    return [begin, "The user ", "greets.", end, "Hello", " there"]
+
+
+async def test_parsers_are_on_by_default(make_client):
+    """GatewaySettings() holds the CLI's defaults: both parsers "auto" (hermes for the tiny ChatML template)."""
+    client = await make_client(script=_script(_reasoning_text("hermes") + CALL_TEXT), max_model_len=2048)
+    services = client.server.app[SERVICES]
+    assert (services.parsers.tool_parser, services.parsers.reasoning_parser) == ("hermes", "hermes")
+    body = await (await client.post("/v1/chat/completions", json={"messages": MESSAGES, "tools": TOOLS})).json()
+    message = body["choices"][0]["message"]
+    assert message["reasoning_content"] == "The user greets." and message["tool_calls"]
+    assert body["choices"][0]["finish_reason"] == "tool_calls"
+    payload = {"messages": MESSAGES, "tools": TOOLS, "tool_choice": "required"}
+    assert (await client.post("/v1/chat/completions", json=payload)).status == 200
+
+
+async def test_no_tools_leave_call_markup_in_the_content_but_reasoning_is_parsed(make_client):
+    client = await make_client(script=_script(_reasoning_text("hermes") + CALL_TEXT), max_model_len=2048)
+    message = (await (await client.post("/v1/chat/completions", json={"messages": MESSAGES})).json())["choices"][0]["message"]
+    assert message["reasoning_content"] == "The user greets."
+    assert message["content"] == "Hello there" + "".join(CALL_TEXT) and "tool_calls" not in message
+
+
+async def test_none_turns_parsers_off(make_client):
+    client = await _client(make_client, THINK_TEXT + CALL_TEXT, tool_parser="none", reasoning_parser="none")
+    body = await (await client.post("/v1/chat/completions", json={"messages": MESSAGES, "tools": TOOLS})).json()
+    assert body["choices"][0]["message"]["content"] == "".join(THINK_TEXT + CALL_TEXT)
+
+
+@pytest.fixture(scope="module")
+def plain_tokenizer(tmp_path_factory):
+    """A tokenizer whose chat template names no tool or reasoning markup (no format can be detected)."""
+    from transformers import AutoTokenizer
+
+    from tests.helpers.tiny_model import make_tiny_model
+
+    tok = AutoTokenizer.from_pretrained(str(make_tiny_model(tmp_path_factory.mktemp("plain"), "llama")))
+    tok.chat_template = "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}assistant:"
+    return _NoChatMLTokens(tok)
+
+
+class _NoChatMLTokens:
+    """The tiny tokenizer, minus the ChatML special tokens that detection would take for hermes."""
+
+    def __init__(self, tok) -> None:
+        self._tok = tok
+        self.all_special_tokens = ["<|endoftext|>"]
+
+    def __getattr__(self, name):
+        return getattr(self._tok, name)
+
+    def __len__(self) -> int:
+        return len(self._tok)
+
+
+async def test_undetectable_format_logs_and_serves_tools_as_prompt_text(make_client, plain_tokenizer, caplog):
+    fake = FakeLLM(plain_tokenizer, script=_script(THINK_TEXT + CALL_TEXT), max_model_len=2048)
+    with caplog.at_level(logging.WARNING, logger="gateway"):
+        client = await make_client(engines=[fake])
+    assert "No tool-call or reasoning format detected" in caplog.text
+    strict = [{**TOOLS[0], "function": {**TOOLS[0]["function"], "strict": True}}]
+    for tools, choice in ((TOOLS, "auto"), (TOOLS, None), (strict, "auto")):
+        payload = {"messages": MESSAGES, "tools": tools, **({"tool_choice": choice} if choice else {})}
+        resp = await client.post("/v1/chat/completions", json=payload)
+        body = await resp.json()
+        assert resp.status == 200, body
+        assert body["choices"][0]["message"]["content"] == "".join(THINK_TEXT + CALL_TEXT)
+        assert body["choices"][0]["finish_reason"] == "stop"
+        prompt = plain_tokenizer.decode(fake.requests[-1][1])
+        assert "get_weather" in prompt and "You have access to the following tools" in prompt
+    resp = await client.post("/v1/chat/completions", json={"messages": MESSAGES, "tools": TOOLS, "tool_choice": "required"})
+    assert resp.status == 400 and "none was detected" in (await resp.json())["error"]["message"]
 
 
 async def test_parallel_tool_calls_false_reports_only_the_first_call(make_client):

