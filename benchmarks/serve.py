@@ -163,6 +163,17 @@ def server_model(url: str, headers: dict[str, str]) -> str:
         return json.load(resp)["data"][0]["id"]
 
 
+def engine_gauges(url: str) -> dict[str, float]:
+    """Our gateway's KV and memory gauges from /metrics ({} for servers without them)."""
+    wanted = ("gateway_kv_cache_free_blocks", "gateway_kv_cache_total_blocks", "gateway_engine_resident_bytes")
+    try:
+        with urllib.request.urlopen(url + "/metrics", timeout=10) as resp:
+            lines = resp.read().decode().splitlines()
+    except OSError:
+        return {}
+    return {name: float(line.split()[-1]) for line in lines for name in wanted if line.startswith(name + " ")}
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -294,6 +305,7 @@ def main(argv: list[str] | None = None) -> None:
         for name, url in targets:  # warm-up: first requests compile, allocate, fill caches
             asyncio.run(run_level(name, url, models[name], [chat_prompt(i, -1, args.prompt_words) for i in range(2)],
                                   2, 16, headers))  # fmt: skip
+        gauges_before = {name: engine_gauges(url) for name, url in targets}
         runs: dict[tuple[str, int], list[LevelResult]] = {(n, c): [] for n, _ in targets for c in args.concurrency}
         for i, conc in enumerate(args.concurrency):
             num = max(4, args.waves * conc)
@@ -306,6 +318,14 @@ def main(argv: list[str] | None = None) -> None:
                     print(f"  {name:>10} x{conc:<3} run {rep + 1}: {level.output_tok_s:7.1f} tok/s, TTFT p50 "
                           f"{level.ttft(50) * 1e3:7.0f} ms, ITL p50 {level.itl(50) * 1e3:6.1f} ms, "
                           f"{level.num_errors} errors", flush=True)
+        for name, url in targets:  # every block back in the pool, memory flat (our gateway reports both)
+            before, after = gauges_before[name], engine_gauges(url)
+            if before and after:
+                total = sum(len(r) for (n, _), rs in runs.items() if n == name for lv in rs for r in [lv.results])
+                print(f"{name}: {total} requests; free KV blocks {before['gateway_kv_cache_free_blocks']:.0f} -> "
+                      f"{after['gateway_kv_cache_free_blocks']:.0f} of {after['gateway_kv_cache_total_blocks']:.0f}; "
+                      f"engine resident {before['gateway_engine_resident_bytes'] / 2**20:.0f} -> "
+                      f"{after['gateway_engine_resident_bytes'] / 2**20:.0f} MiB")
     finally:
         if proc is not None:
             stop_server(proc)

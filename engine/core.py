@@ -91,6 +91,7 @@ class EngineCore:
         self.structured.warm()
         self.num_prompt_tokens = 0
         self.num_generation_tokens = 0
+        self._rss, self._rss_at = 0, -1.0
 
     def add_request(self, req: EngineRequest) -> EngineOutput | None:
         """Queues a request; returns an error output instead when it is invalid."""
@@ -188,8 +189,15 @@ class EngineCore:
         self.num_generation_tokens += len(progressed)
         return outputs
 
+    def _resident_bytes(self) -> int:
+        now = time.monotonic()
+        if now - self._rss_at > 1.0:  # a /proc read per step would cost more than the figure is worth
+            self._rss, self._rss_at = int(hardware.resident_mib() * 2**20), now
+        return self._rss
+
     def stats(self) -> EngineStats:
         return EngineStats(
+            resident_bytes=self._resident_bytes(),
             num_running=len(self.scheduler.running),
             num_waiting=len(self.scheduler.waiting),
             num_total_blocks=self.kv.num_blocks,

@@ -36,6 +36,7 @@ class GatewayMetrics:
         self.preemptions = Gauge("gateway_num_preemptions", "Preemptions so far", registry=reg)
         self.engines_alive = Gauge("gateway_engines_alive", "Engine cores alive", registry=reg)
         self.engine_restarts = Gauge("gateway_engine_restarts", "Engine cores restarted", registry=reg)
+        self.engine_resident = Gauge("gateway_engine_resident_bytes", "Resident memory of the engine cores", registry=reg)
 
     def render(self, pool: EnginePool) -> bytes:
         stats = pool.stats()
@@ -50,6 +51,7 @@ class GatewayMetrics:
         self.preemptions.set(stats.num_preemptions)
         self.engines_alive.set(pool.num_alive)
         self.engine_restarts.set(pool.num_restarts)
+        self.engine_resident.set(stats.resident_bytes)
         return generate_latest(self.registry)
 
 

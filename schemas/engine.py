@@ -91,6 +91,7 @@ class EngineStats(msgspec.Struct, kw_only=True):
     num_preemptions: int = 0
     num_prompt_tokens: int = 0
     num_generation_tokens: int = 0
+    resident_bytes: int = 0  # the engine-core process's resident set size (refreshed about once a second)
 
 
 # --- client -> core --------------------------------------------------------------------
