@@ -99,7 +99,8 @@ async def test_openapi_describes_every_route(http):
         spec = await resp.json()
     validate(spec)
     assert {"/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/models", "/v1/models/{model_id}",
-            "/health", "/metrics", "/tokenize", "/detokenize", "/openapi.json"} == set(spec["paths"])  # fmt: skip
+            "/health", "/metrics", "/tokenize", "/detokenize", "/openapi.json",
+            "/", "/playground", "/static/{name}"} == set(spec["paths"])  # fmt: skip
 
 
 async def test_disconnect_frees_blocks(http):

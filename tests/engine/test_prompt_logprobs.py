@@ -20,7 +20,9 @@ def hf_prompt_logprobs(folder: str, prompt: list[int]) -> torch.Tensor:
 
 
 def test_prompt_logprobs_match_transformers_across_chunks(tiny_llama_dir):
-    llm = LLM(tiny_llama_dir, max_model_len=256, num_kv_blocks=64, block_size=4, max_num_batched_tokens=16)
+    # float32 KV: the comparison is at 1e-4, and the default fp16 KV on the C kernels rounds keys and values
+    llm = LLM(tiny_llama_dir, max_model_len=256, num_kv_blocks=64, block_size=4, max_num_batched_tokens=16,
+              kv_cache_dtype="float32")  # fmt: skip
     prompts = prompts_of_lengths([40, 9])
     outs = llm.generate(prompts, SamplingParams(max_tokens=2, temperature=0, ignore_eos=True, prompt_logprobs=2))
     for prompt, out in zip(prompts, outs):
