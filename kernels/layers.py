@@ -1,4 +1,4 @@
-"""Elementwise and normalisation kernels shared by the models: RMSNorm, rotary embedding, SiLU gate."""
+"""Elementwise and normalisation ops shared by the models (torch references): RMSNorm, rotary embedding, SiLU gate."""
 
 from __future__ import annotations
 
@@ -12,6 +12,14 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
         return F.rms_norm(x, (x.shape[-1],), weight, eps)
     normed = F.rms_norm(x.float(), (x.shape[-1],), None, eps).to(x.dtype)
     return normed * weight
+
+
+def add_rms_norm(
+    x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(RMSNorm(residual + x), residual + x): a decoder's residual add and the norm after it."""
+    residual = residual + x
+    return rms_norm(residual, weight, eps), residual
 
 
 def rotary_cos_sin(
@@ -32,6 +40,13 @@ def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch
     sin = sin.unsqueeze(1).to(x.dtype)
     rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
     return x * cos + rotated * sin
+
+
+def apply_rotary_qk(
+    q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """q and k rotated (new tensors); the Triton kernel with this signature rotates in place."""
+    return apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
 
 
 def silu_and_mul(gate_up: torch.Tensor) -> torch.Tensor:

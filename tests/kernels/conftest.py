@@ -1,10 +1,13 @@
-"""Kernel fixtures: the compiled CPU kernels, or a skip where this machine has no C compiler."""
+"""Kernel fixtures: the compiled CPU kernels (or a skip where this machine has no C compiler), and the
+device the Triton tests run on."""
 
 from __future__ import annotations
 
+import os
 import shutil
 
 import pytest
+import torch
 
 from kernels.cpu.ops import load_ops
 
@@ -17,3 +20,15 @@ def cpu_ops():
             pytest.fail("a C compiler is present but the CPU kernels did not build (see the log)")
         pytest.skip("no C compiler: the CPU kernels cannot be built here")
     return ops
+
+
+# Triton kernels run on the GPU where there is one, else in Triton's interpreter on CPU tensors.
+# The switch is read when a kernel is decorated, so it is set before any test imports one.
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+
+@pytest.fixture(scope="session")
+def triton_device() -> str:
+    """Where the Triton tests put their tensors: cuda, or cpu for the interpreter."""
+    return "cuda" if torch.cuda.is_available() else "cpu"
