@@ -1,13 +1,27 @@
-"""Compute kernels: torch references (any device), C kernels for the CPU (kernels/cpu), and
-one dispatch function per op that the models call (kernels/dispatch.py)."""
+"""Compute kernels: torch references (any device), C kernels for the CPU (kernels/cpu), Triton
+kernels for CUDA (kernels/triton), and one dispatch function per op that the models call
+(kernels/dispatch.py)."""
 
-from kernels.attention import AttentionMetadata, build_attention_metadata, write_kv_cache
-from kernels.dispatch import argmax, cpu_kernels_available, paged_attention
-from kernels.layers import apply_rotary, rms_norm, rotary_cos_sin, silu_and_mul
+from kernels.attention import AttentionMetadata, build_attention_metadata
+from kernels.dispatch import (
+    add_rms_norm,
+    apply_rotary_qk,
+    apply_token_bitmask,
+    argmax,
+    cpu_kernels_available,
+    paged_attention,
+    rms_norm,
+    silu_and_mul,
+    write_kv_cache,
+)
+from kernels.layers import apply_rotary, rotary_cos_sin
 
 __all__ = [
     "AttentionMetadata",
+    "add_rms_norm",
     "apply_rotary",
+    "apply_rotary_qk",
+    "apply_token_bitmask",
     "argmax",
     "build_attention_metadata",
     "cpu_kernels_available",

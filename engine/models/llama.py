@@ -13,8 +13,16 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from kernels import AttentionMetadata, apply_rotary, paged_attention, rms_norm, rotary_cos_sin, silu_and_mul
-from kernels.attention import write_kv_cache
+from kernels import (
+    AttentionMetadata,
+    add_rms_norm,
+    apply_rotary_qk,
+    paged_attention,
+    rms_norm,
+    rotary_cos_sin,
+    silu_and_mul,
+    write_kv_cache,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,8 +51,11 @@ class RMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(size))
         self.eps = eps
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return rms_norm(x, self.weight, self.eps)
+    def forward(self, x: torch.Tensor, residual: torch.Tensor | None = None):
+        """RMSNorm(x); with `residual`, (RMSNorm(residual + x), residual + x) in one pass."""
+        if residual is None:
+            return rms_norm(x, self.weight, self.eps)
+        return add_rms_norm(x, residual, self.weight, self.eps)
 
 
 class Attention(nn.Module):
@@ -67,7 +78,7 @@ class Attention(nn.Module):
         v = v.view(num_tokens, self.num_kv_heads, self.head_dim)
         if self.q_norm is not None:
             q, k = self.q_norm(q), self.k_norm(k)
-        q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
+        q, k = apply_rotary_qk(q, k, cos, sin)
         k_cache, v_cache = kv_cache
         write_kv_cache(k, v, k_cache, v_cache, meta.slot_mapping)
         out = paged_attention(q, k_cache, v_cache, meta, self.scale)
@@ -92,9 +103,16 @@ class DecoderLayer(nn.Module):
         self.post_attention_layernorm = RMSNorm(args.hidden_size, args.rms_norm_eps)
         self.mlp = MLP(args)
 
-    def forward(self, x, cos, sin, kv_cache, meta):
-        x = x + self.self_attn(self.input_layernorm(x), cos, sin, kv_cache, meta)
-        return x + self.mlp(self.post_attention_layernorm(x))
+    def forward(self, x, residual, cos, sin, kv_cache, meta):
+        """(this layer's MLP output, the residual stream before it); `residual` None on the first
+        layer. The residual add is fused into the next norm: the same sums as x + f(norm(x))."""
+        if residual is None:
+            x, residual = self.input_layernorm(x), x
+        else:
+            x, residual = self.input_layernorm(x, residual)
+        x = self.self_attn(x, cos, sin, kv_cache, meta)
+        x, residual = self.post_attention_layernorm(x, residual)
+        return self.mlp(x), residual
 
 
 class LlamaForCausalLM(nn.Module):
@@ -127,9 +145,10 @@ class LlamaForCausalLM(nn.Module):
     def forward(self, input_ids, positions, kv_caches, meta: AttentionMetadata) -> torch.Tensor:
         x = self.embed_tokens(input_ids)  # [num_tokens, hidden]
         cos, sin = self.rope_cos.index_select(0, positions), self.rope_sin.index_select(0, positions)
+        residual = None
         for layer, kv_cache in zip(self.layers, kv_caches):
-            x = layer(x, cos, sin, kv_cache, meta)
-        return self.norm(x)
+            x, residual = layer(x, residual, cos, sin, kv_cache, meta)
+        return self.norm(x, residual)[0] if residual is not None else self.norm(x)
 
     def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         weight = self.embed_tokens.weight if self.lm_head is None else self.lm_head.weight  # [vocab, hidden]
