@@ -17,7 +17,8 @@ class EngineConfig:
 
     `model` is a Hugging Face folder, a GGUF file, or None for the embedded default model.
     `max_model_len` None means the model's own context length. `num_kv_blocks` None sizes
-    the pool from `kv_cache_gib`.
+    the pool from `kv_cache_gib` on CPU, and on CUDA from `gpu_memory_utilization` after a
+    profiling forward pass.
     """
 
     model: str | None = None
@@ -38,6 +39,8 @@ class EngineConfig:
     seed: int = 0
     grammar_compile_timeout: float = 30.0  # seconds before a structured-output request fails
     model_impl: str = "auto"  # "native", "transformers", or "auto": native where we implement the architecture
+    enforce_eager: bool = False  # CUDA: no graph capture, every step eager
+    gpu_memory_utilization: float = 0.9  # CUDA: share of the GPU's memory for weights, activations and KV cache
 
     def validate(self) -> None:
         """Raises ValueError naming the first field out of range."""
@@ -58,5 +61,7 @@ class EngineConfig:
             raise ValueError(f"quantization must be auto, none, int8 or int4, got {self.quantization!r}")
         if self.num_threads is not None and self.num_threads < 1:
             raise ValueError(f"num_threads must be >= 1, got {self.num_threads}")
+        if not 0 < self.gpu_memory_utilization <= 1:
+            raise ValueError(f"gpu_memory_utilization must be in (0, 1], got {self.gpu_memory_utilization}")
         if self.model_impl not in ("auto", "native", "transformers"):
             raise ValueError(f"model_impl must be auto, native or transformers, got {self.model_impl!r}")

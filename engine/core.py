@@ -19,6 +19,8 @@ from engine.loader import resolve_model
 from engine.loader.weights import load_model
 from engine.request import Request
 from engine.runner import ModelRunner
+from engine.runner.cuda_graphs import CudaGraphBackend
+from engine.runner.gpu_memory import bytes_per_block, profile_num_blocks
 from engine.scheduler import Scheduler, SchedulerOutput
 from engine.structured import StructuredOutputs
 from engine.validation import validate_request
@@ -43,12 +45,20 @@ def eos_token_ids(folder, config: dict) -> list[int]:
     return ids
 
 
-def _num_blocks(config: EngineConfig, kv_shape, dtype: torch.dtype) -> int:
+def _num_blocks(config: EngineConfig, model, dtype: torch.dtype, device: torch.device) -> int:
+    """The configured count; on CUDA what `gpu_memory_utilization` leaves after a profiling step;
+    elsewhere `kv_cache_gib`'s worth."""
     if config.num_kv_blocks is not None:
         return config.num_kv_blocks
-    num_layers, num_kv_heads, head_dim = kv_shape
-    bytes_per_block = 2 * num_layers * config.block_size * num_kv_heads * head_dim * dtype.itemsize
-    return max(1, int(config.kv_cache_gib * (1 << 30) // bytes_per_block))
+    if device.type == "cuda":
+        return profile_num_blocks(model, dtype, config.block_size, config.max_num_batched_tokens, config.max_num_seqs,
+                                  config.gpu_memory_utilization, device).num_blocks  # fmt: skip
+    return max(1, int(config.kv_cache_gib * (1 << 30) // bytes_per_block(model.kv_shape, config.block_size, dtype)))
+
+
+def _graph_backend(config: EngineConfig, device: torch.device):
+    """CUDA graphs for decode steps on CUDA unless `enforce_eager`; None (eager) elsewhere."""
+    return CudaGraphBackend() if device.type == "cuda" and not config.enforce_eager else None
 
 
 class EngineCore:
@@ -72,16 +82,18 @@ class EngineCore:
         else:
             kv_name = dtype_name  # the torch path reads the cache in the model's dtype only
         kv_dtype = _DTYPES[kv_name]
-        num_blocks = _num_blocks(config, model.kv_shape, kv_dtype)
+        num_blocks = _num_blocks(config, model, kv_dtype, device)
         max_len = min(config.max_model_len or model.max_position_embeddings, num_blocks * config.block_size)
         self.kv = KVCacheManager(num_blocks, config.block_size, config.enable_prefix_caching)
         self.scheduler = Scheduler(self.kv, config.max_num_seqs, config.max_num_batched_tokens, max_len)
         self.runner = ModelRunner(model, num_blocks, config.block_size, config.max_num_seqs, max_len,
                                   eos_token_ids(files.folder, files.config), device, kv_dtype,
-                                  loaded.use_cpu_kernels)  # fmt: skip
+                                  loaded.use_cpu_kernels, _graph_backend(config, device))  # fmt: skip
+        graphs = self.runner.graphs
         summary = (f"{loaded.impl}; {loaded.note + '; ' if loaded.note else ''}dtype {dtype_name}"
                    f"{' (auto)' if config.dtype is None else ''}; {num_threads or 'default'} threads; "
                    f"{num_blocks} KV blocks of {config.block_size} ({kv_name}); resident {hardware.resident_mib():.0f} MiB; "
+                   f"{f'CUDA graphs for decode batches up to {graphs.sizes[-1]}; ' if graphs else ''}"
                    f"{hardware.describe(device)}")  # fmt: skip
         log.info("engine: %s", summary)
         self.info = ModelInfo(files.name, str(files.folder), max_len, model.vocab_size,

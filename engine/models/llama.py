@@ -118,6 +118,8 @@ class DecoderLayer(nn.Module):
 class LlamaForCausalLM(nn.Module):
     """The model the runner calls: `forward` gives hidden states, `compute_logits` the logits."""
 
+    supports_cuda_graphs = True  # forward reads its inputs only from device tensors (no host sync)
+
     def __init__(self, args: LlamaArgs) -> None:
         super().__init__()
         self.args = args

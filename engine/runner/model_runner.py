@@ -1,4 +1,5 @@
-"""Executes one scheduled step: sync slots, gather inputs by index mapping, forward, sample."""
+"""Executes one scheduled step: sync slots, gather inputs by index mapping, forward (decode steps
+replayed from CUDA graphs where captured), sample."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from engine.runner.cuda_graphs import DecodeGraphs, capture_sizes
 from engine.runner.slots import RequestSlots
 from engine.sampler import SamplingBatch, sample
 from engine.scheduler import SchedulerOutput
@@ -34,19 +36,28 @@ class ModelRunner:
 
     def __init__(self, model, num_blocks: int, block_size: int, max_num_reqs: int, max_model_len: int,
                  eos_token_ids: list[int], device: torch.device, kv_dtype: torch.dtype,
-                 use_cpu_kernels: bool = False) -> None:  # fmt: skip
+                 use_cpu_kernels: bool = False, graph_backend=None) -> None:  # fmt: skip
+        """`graph_backend` (a CudaGraphBackend on CUDA) turns on decode replay from graphs, for a
+        model that says it reads only device tensors (`supports_cuda_graphs`); None runs eagerly."""
         self.model = model
         self.use_cpu_kernels = use_cpu_kernels
         self.device = device
         self.block_size = block_size
         self.eos_token_ids = eos_token_ids
+        use_graphs = graph_backend is not None and getattr(model, "supports_cuda_graphs", False)
         num_layers, num_kv_heads, head_dim = model.kv_shape
-        shape = (num_blocks * block_size, num_kv_heads, head_dim)
+        shape = ((num_blocks + use_graphs) * block_size, num_kv_heads, head_dim)  # + the graphs' scratch block
         self.kv_caches = [
             (torch.zeros(shape, dtype=kv_dtype, device=device), torch.zeros(shape, dtype=kv_dtype, device=device))
             for _ in range(num_layers)
         ]
-        self.slots = RequestSlots(max_num_reqs, max_model_len, -(-max_model_len // block_size))
+        max_blocks_per_req = -(-max_model_len // block_size)
+        self.slots = RequestSlots(max_num_reqs, max_model_len, max_blocks_per_req)
+        self.graphs = None
+        if use_graphs:
+            self.graphs = DecodeGraphs(model, self.kv_caches, graph_backend, capture_sizes(max_num_reqs),
+                                       max_blocks_per_req, block_size, num_blocks, device, use_cpu_kernels)  # fmt: skip
+            self.graphs.capture()
 
     def _sync(self, plan: SchedulerOutput) -> None:
         for request_id in plan.freed_req_ids:
@@ -58,8 +69,23 @@ class ModelRunner:
             if slot is not None:
                 self.slots.append_blocks(slot, block_ids)
 
+    def _forward(self, plan: SchedulerOutput, slots: list[int]):
+        """(hidden states [num_tokens, hidden], seq_lens, last_rows): a decode step of a captured
+        size replays a graph, any other step runs the model eagerly."""
+        input_ids, positions, slot_mapping, seq_lens, last_rows = self._gather(plan, slots)
+        block_tables = self.slots.block_table.index_select(0, torch.tensor(slots))  # [num_reqs, max_blocks_per_req]
+        block_tables = block_tables[:, : max(-(-n // self.block_size) for n in seq_lens)]  # the blocks in use
+        if self.graphs is not None and self.graphs.fits(plan.num_scheduled_tokens):
+            return self.graphs.run(input_ids, positions, slot_mapping, seq_lens, block_tables), seq_lens, last_rows
+        meta = build_attention_metadata(plan.num_scheduled_tokens, seq_lens, block_tables.to(self.device),
+                                        torch.tensor(slot_mapping, device=self.device), self.block_size,
+                                        self.use_cpu_kernels)  # fmt: skip
+        ids = torch.tensor(input_ids, device=self.device)  # [num_tokens]
+        hidden = self.model(ids, torch.tensor(positions, device=self.device), self.kv_caches, meta)
+        return hidden, seq_lens, last_rows
+
     def _gather(self, plan: SchedulerOutput, slots: list[int]):
-        """The step's flat inputs, read from the slots' lists (a few list ops per request)."""
+        """The step's flat inputs as host lists, read from the slots' lists (a few list ops per request)."""
         bs = self.block_size
         input_ids: list[int] = []
         positions: list[int] = []
@@ -73,12 +99,7 @@ class ModelRunner:
             slot_mapping += [blocks[p // bs] * bs + p % bs for p in range(start, end)]
             seq_lens.append(end)
             last_rows.append(len(input_ids) - 1)
-        max_blocks = max(-(-n // bs) for n in seq_lens)
-        block_tables = self.slots.block_table.index_select(0, torch.tensor(slots))[:, :max_blocks]  # [num_reqs, max_blocks]
-        meta = build_attention_metadata(plan.num_scheduled_tokens, seq_lens, block_tables.to(self.device),
-                                        torch.tensor(slot_mapping, device=self.device), bs, self.use_cpu_kernels)  # fmt: skip
-        ids = torch.tensor(input_ids, device=self.device)  # [num_tokens]
-        return ids, torch.tensor(positions, device=self.device), meta, seq_lens, last_rows
+        return input_ids, positions, slot_mapping, seq_lens, last_rows
 
     def _sampling_batch(self, slots: list[int], allowed_mask) -> SamplingBatch:
         s = self.slots
@@ -115,8 +136,7 @@ class ModelRunner:
         if not plan.req_ids:
             return StepResult({}, {})
         slots = [self.slots.slot_of[r] for r in plan.req_ids]
-        input_ids, positions, meta, seq_lens, last_rows = self._gather(plan, slots)
-        hidden = self.model(input_ids, positions, self.kv_caches, meta)  # [num_tokens, hidden]
+        hidden, seq_lens, last_rows = self._forward(plan, slots)  # [num_tokens, hidden]
         prompt_logprobs = self._prompt_logprobs(plan, slots, hidden)
         rows = [i for i, slot in enumerate(slots) if seq_lens[i] == self.slots.num_tokens[slot]]
         if not rows:
