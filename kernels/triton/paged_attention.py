@@ -23,8 +23,10 @@ NO_WINDOW = 1 << 30  # a window no context reaches
 def _dot(a, b, PRECISION: tl.constexpr, UPCAST: tl.constexpr):
     """a @ b accumulated in float32; UPCAST multiplies in float32 (exact for 16-bit inputs)."""
     if UPCAST:
-        return tl.dot(a.to(tl.float32), b.to(tl.float32), input_precision="ieee")
-    return tl.dot(a, b, input_precision=PRECISION)
+        out = tl.dot(a.to(tl.float32), b.to(tl.float32), input_precision="ieee")
+    else:
+        out = tl.dot(a, b, input_precision=PRECISION)
+    return out
 
 
 @triton.jit
