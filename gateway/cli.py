@@ -41,6 +41,8 @@ def _engine_config(args: argparse.Namespace):
         model_impl=args.model_impl,
         num_threads=num_threads,
         grammar_compile_timeout=args.grammar_compile_timeout,
+        enforce_eager=args.enforce_eager,
+        gpu_memory_utilization=args.gpu_memory_utilization,
     )
     config.validate()
     return config

@@ -71,6 +71,11 @@ def _engine_flags(serve: argparse.ArgumentParser) -> None:
                        help="compute threads per engine core (default on CPU: usable cores / data-parallel-size)")
     group.add_argument("--data-parallel-size", type=int, default=1)
     group.add_argument("--in-process", action="store_true", help="run the engine core (and the encoder) inside this process")
+    group.add_argument("--enforce-eager", action="store_true",
+                       help="CUDA: run every step eagerly (no CUDA-graph capture of decode steps)")
+    group.add_argument("--gpu-memory-utilization", type=float, default=0.9,
+                       help="CUDA: share of the GPU's memory for weights, activations and the KV cache, which gets "
+                            "what is left after a profiling step (default 0.9; --num-kv-blocks overrides)")
 
 
 def _embedding_flags(serve: argparse.ArgumentParser) -> None:

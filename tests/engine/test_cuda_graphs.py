@@ -53,8 +53,7 @@ def test_capture_sizes():
 
 
 def test_padding_and_which_steps_fit():
-    graphs = DecodeGraphs.__new__(DecodeGraphs)
-    graphs.sizes = [1, 2, 4, 8]
+    graphs = DecodeGraphs(None, [], FakeGraphBackend(), [8, 1, 4, 2], 4, 8, 10, torch.device("cpu"))  # not captured
     assert [graphs.padded_size(n) for n in (1, 2, 3, 5, 8, 9)] == [1, 2, 4, 8, 8, None]
     assert graphs.fits([1, 1, 1]) and not graphs.fits([1, 5, 1]) and not graphs.fits([1] * 9)
 

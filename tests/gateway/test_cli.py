@@ -10,7 +10,7 @@ from gateway.cli_args import build_parser
 NEW_FLAGS = ("--api-key KEY", "--api-key-file", "--protect-metrics", "--ssl-keyfile", "--ssl-certfile",
              "--ssl-ca-certs", "--ssl-cert-reqs", "--profiler-dir", "--embedding-model",
              "--embedding-num-threads", "--embedding-max-batch-tokens", "--tool-parser NAME|auto|none",
-             "--reasoning-parser NAME|auto|none")  # fmt: skip
+             "--reasoning-parser NAME|auto|none", "--enforce-eager", "--gpu-memory-utilization")  # fmt: skip
 
 
 def _serve_help() -> str:
@@ -29,6 +29,9 @@ def test_defaults():
     args = build_parser().parse_args(["serve"])
     assert (args.tool_parser, args.reasoning_parser) == ("auto", "auto")
     assert args.embedding_model is None and args.ssl_cert_reqs == "none" and args.api_key is None
+    assert args.enforce_eager is False and args.gpu_memory_utilization == 0.9
+    config = cli._engine_config(build_parser().parse_args(["serve", "--enforce-eager", "--gpu-memory-utilization", "0.5"]))
+    assert config.enforce_eager and config.gpu_memory_utilization == 0.5
     args = build_parser().parse_args(["serve", "--api-key", "a", "--api-key", "b"])
     assert args.api_key == ["a", "b"]
 
@@ -39,6 +42,7 @@ def test_defaults():
     (["--ssl-cert-reqs", "sometimes"], "--ssl-cert-reqs must be"),
     (["--ssl-keyfile", "/no.key", "--ssl-certfile", "/no.pem"], "cannot load"),
     (["--data-parallel-size", "0"], "--data-parallel-size"),
+    (["--gpu-memory-utilization", "1.5"], "gpu_memory_utilization"),
     (["--tool-parser", "auto", "--embedding-max-batch-tokens", "0"], "max_batch_tokens"),
 ])  # fmt: skip
 def test_bad_flags_exit_2_before_loading(argv, message, capsys):
