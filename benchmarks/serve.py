@@ -62,6 +62,7 @@ class RequestResult:
     ttft_s: float = 0.0
     itls_s: list[float] = field(default_factory=list)
     num_output_tokens: int = 0
+    num_prompt_tokens: int = 0
     error: str = ""
 
 
@@ -124,6 +125,7 @@ async def one_request(session: aiohttp.ClientSession, url: str, model: str, mess
                         return RequestResult(ok=False, error=str(event["error"])[:200])
                     if event.get("usage"):
                         result.num_output_tokens = event["usage"].get("completion_tokens") or 0
+                        result.num_prompt_tokens = event["usage"].get("prompt_tokens") or 0
                     delta = (event.get("choices") or [{}])[0].get("delta") or {}
                     if delta.get("content") or delta.get("reasoning_content") or delta.get("tool_calls"):
                         now = time.perf_counter()
