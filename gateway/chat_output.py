@@ -192,18 +192,19 @@ def marker_token_ids(tokenizer: Any, markers: Sequence[str]) -> Mapping[int, str
     return MappingProxyType(found)
 
 
-def open_output(config: ParserConfig, tools: list[dict] | None, starts_in_reasoning: bool,
+def open_output(config: ParserConfig, tools: list[dict] | None, prompt: str,
                 max_calls: int | None = None) -> OutputStream:
     """The output stream for one choice. The tool parser runs when the request offers tools;
     the reasoning parser otherwise, leaving call markup in the content; with neither, all
-    text is content. At most `max_calls` tool calls are reported."""
+    text is content. The output starts in reasoning where the rendered `prompt` ends inside
+    the chosen format's reasoning section. At most `max_calls` tool calls are reported."""
     calls = bool(tools) and config.tool_parser is not None
     fmt = config.tool_parser if calls else config.reasoning_parser
     if not fmt:
         return PlainOutput()
     import parsing
 
-    stream = parsing.open_stream(fmt, tools or [], starts_in_reasoning, calls=calls,
+    stream = parsing.open_stream(fmt, tools or [], parsing.prompt_opens_reasoning(fmt, prompt), calls=calls,
                                  marker_ids=config.marker_ids.get(fmt))
     return ParsedOutput(stream, max_calls)
 

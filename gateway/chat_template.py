@@ -10,7 +10,6 @@ from gateway.errors import bad_request
 from schemas.openai import ChatMessage, ToolDef
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
-REASONING_OPEN_TAGS = ("<think>", "<seed:think>")
 _HERMES_CALL = '<tool_call>\n{"name": "<tool name>", "arguments": <arguments as a JSON object>}\n</tool_call>'
 
 
@@ -30,7 +29,6 @@ def tools_preamble(tool_format: str | None) -> str:
 class RenderedPrompt:
     text: str
     token_ids: list[int]
-    starts_in_reasoning: bool
 
 
 def _content_text(message: ChatMessage, index: int) -> str:
@@ -145,7 +143,7 @@ class ChatRenderer:
             raise bad_request("continue_final_message needs a final assistant message", "continue_final_message")
         text = self._apply(conversation, tool_list, add_gen, cont, template_kwargs or {})
         token_ids = self.tokenizer.encode(text, add_special_tokens=False)
-        return RenderedPrompt(text=text, token_ids=token_ids, starts_in_reasoning=_ends_in_reasoning(text))
+        return RenderedPrompt(text=text, token_ids=token_ids)
 
     def _apply(self, conversation, tools, add_gen: bool, cont: bool, kwargs: dict[str, Any]) -> str:
         if not self.has_template:
@@ -163,9 +161,3 @@ class ChatRenderer:
             )
         except Exception as exc:  # a template's raise_exception() or a Jinja error: the request's fault
             raise bad_request(f"chat template error: {exc}", "messages") from exc
-
-
-def _ends_in_reasoning(prompt: str) -> bool:
-    """True when the template left the prompt open inside a reasoning section."""
-    tail = prompt.rstrip()
-    return any(tail.endswith(tag) for tag in REASONING_OPEN_TAGS)

@@ -76,7 +76,7 @@ class ChatCall:
         self.states = [
             ChoiceState(
                 services,
-                open_output(services.parsers, tools, rendered.starts_in_reasoning,
+                open_output(services.parsers, tools, rendered.text,
                             max_calls=1 if req.parallel_tool_calls is False else None),
                 TokenTimer(services.metrics, self.start),
                 want_logprobs=bool(req.logprobs),

@@ -6,6 +6,7 @@ import copy
 
 import pytest
 
+from gateway.chat_output import ParserConfig, open_output
 from gateway.chat_template import ChatRenderer
 from gateway.errors import ApiError
 from schemas.openai import ChatMessage, FunctionDef, ToolDef
@@ -50,10 +51,18 @@ def test_template_with_tools_gets_them_natively(tokenizer):
 
 
 def test_starts_in_reasoning(plain_tokenizer):
+    """A template that leaves the prompt inside the format's reasoning section: the output starts there."""
     plain_tokenizer.chat_template = PLAIN_TEMPLATE + "{% if add_generation_prompt %}<think>\n{% endif %}"
     rendered = ChatRenderer(plain_tokenizer).render([ChatMessage(role="user", content="Hi")])
-    assert rendered.starts_in_reasoning
     assert rendered.token_ids == plain_tokenizer.encode(rendered.text, add_special_tokens=False)
+    config = ParserConfig(tool_parser=None, reasoning_parser="qwen3")
+    opened = open_output(config, None, rendered.text)
+    parts = [opened.feed("Let me think.", []), opened.feed("\n</think>\n\nFour.", []), opened.close()]
+    assert "".join(p.reasoning for p in parts).strip() == "Let me think."
+    assert "".join(p.content for p in parts).strip() == "Four."
+    closed = open_output(config, None, "User: Hi\nAssistant:")
+    parts = [closed.feed("Four.", []), closed.close()]
+    assert "".join(p.content for p in parts) == "Four." and not "".join(p.reasoning for p in parts)
 
 
 def test_template_errors_are_400(plain_tokenizer):

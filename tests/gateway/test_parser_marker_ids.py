@@ -36,7 +36,7 @@ def test_only_skipped_control_tokens_are_mapped() -> None:
 
 def test_open_output_feeds_token_ids() -> None:
     config = resolve_parsers(ParserConfig(tool_parser="mistral"), StubTokenizer())
-    stream = open_output(config, [{"type": "function", "function": {"name": "f"}}], False)
+    stream = open_output(config, [{"type": "function", "function": {"name": "f"}}], "")
     parts = [stream.feed("Ok.", [1]), stream.feed("", [5]), stream.feed("f", [2]), stream.feed("", [6]),
              stream.feed('{"a": 1}', [3, 4]), stream.close()]
     calls = [c for p in parts for c in p.tool_calls]
