@@ -42,12 +42,13 @@ class EngineDeadError(RuntimeError):
 class AsyncLLM:
     """One engine core behind an asyncio interface; create with `await AsyncLLM.start(config)`."""
 
-    def __init__(self, client: CoreClient, tokenizer, grammar_compile_timeout: float = 30.0) -> None:
+    def __init__(self, client: CoreClient, tokenizer, grammar_compile_timeout: float = 30.0,
+                 open_objects: bool = False) -> None:
         self.client = client
         self.tokenizer = tokenizer
         self.model_info: ModelInfo = client.ready.info
         self._grammar = GrammarChecker(tokenizer, self.model_info.vocab_size, self.model_info.eos_token_ids,
-                                       grammar_compile_timeout)  # fmt: skip
+                                       grammar_compile_timeout, open_objects)  # fmt: skip
         num_blocks = self.model_info.num_total_blocks
         self.stats = EngineStats(num_total_blocks=num_blocks, num_free_blocks=num_blocks)
         self._processor = OutputProcessor(tokenizer)
@@ -61,7 +62,7 @@ class AsyncLLM:
         files = await asyncio.to_thread(resolve_model, config.model, config.cache_dir)  # converts a GGUF once
         tokenizer = await asyncio.to_thread(load_tokenizer, files.folder)
         client = await CoreClient.start(dataclasses.replace(config), in_process=in_process)
-        return cls(client, tokenizer, config.grammar_compile_timeout)
+        return cls(client, tokenizer, config.grammar_compile_timeout, config.structured_outputs_open_objects)
 
     @property
     def is_alive(self) -> bool:

@@ -7,6 +7,11 @@ while the model's forward pass runs (torch releases the GIL in its kernels), so 
 hides behind compute; after sampling, each matcher accepts its request's token. A compile
 error or a compile that overruns the time limit ends the request with an error output
 naming the problem (clients compile first, through `GrammarChecker`, so this is rare).
+
+JSON schemas (`json_schema` and the calls of a `structural_tag`) compile in the grammar's strict
+mode unless `open_objects` is set (`--structured-outputs-open-objects`): an object schema that
+names its properties admits no others, and `prefixItems` without `items` admit nothing after them,
+as in vLLM's default (xgrammar) backend; `json_object` is any object either way.
 """
 
 from __future__ import annotations
@@ -31,20 +36,22 @@ class _Pending:
     deadline: float
 
 
-def compile_spec(spec: StructuredSpec, vocab, limit: float | None = None):
+def compile_spec(spec: StructuredSpec, vocab, limit: float | None = None, open_objects: bool = False):
     """Compiles a spec to a grammar.CompiledGrammar; raises grammar.GrammarError or ValueError
-    (also once `limit` seconds have passed: the compile stops and frees its thread)."""
+    (also once `limit` seconds have passed: the compile stops and frees its thread).
+    `open_objects`: JSON Schema's open objects and tuples instead of strict mode."""
     import grammar
 
     with grammar.time_limit(limit):
-        return _compile(spec, vocab)
+        return _compile(spec, vocab, not open_objects)
 
 
-def _compile(spec: StructuredSpec, vocab):
+def _compile(spec: StructuredSpec, vocab, strict: bool):
     import grammar
 
     if spec.json_schema is not None:
-        return grammar.compile_json_schema(json.loads(spec.json_schema), vocab, whitespace=spec.whitespace)
+        return grammar.compile_json_schema(json.loads(spec.json_schema), vocab, whitespace=spec.whitespace,
+                                           strict=strict)  # fmt: skip
     if spec.json_object:
         return grammar.compile_json_schema({"type": "object"}, vocab, whitespace=spec.whitespace)
     if spec.regex is not None:
@@ -56,7 +63,7 @@ def _compile(spec: StructuredSpec, vocab):
     if spec.gbnf is not None:
         return grammar.compile_gbnf(spec.gbnf, vocab)
     if spec.structural_tag is not None:
-        return grammar.compile_structural_tag(json.loads(spec.structural_tag), vocab)
+        return grammar.compile_structural_tag(json.loads(spec.structural_tag), vocab, strict=strict)
     raise ValueError("structured output spec sets no constraint")
 
 
@@ -72,13 +79,16 @@ class GrammarChecker:
     so that a bad schema or a compile that overruns the limit is a 400 at request time, not
     an error after the response has started. Compiles run on worker threads; the grammar
     cache makes the core's own compile of the same spec cheap only within one process, so
-    the core compiles again (a few ms for typical schemas)."""
+    the core compiles again (a few ms for typical schemas). `open_objects` as in `compile_spec`:
+    it must match the core's (both come from EngineConfig.structured_outputs_open_objects)."""
 
-    def __init__(self, tokenizer, vocab_size: int, eos_token_ids: list[int], compile_timeout: float) -> None:
+    def __init__(self, tokenizer, vocab_size: int, eos_token_ids: list[int], compile_timeout: float,
+                 open_objects: bool = False) -> None:
         self._tokenizer = tokenizer
         self._vocab_size = vocab_size
         self._eos_token_ids = list(eos_token_ids)
         self._timeout = compile_timeout
+        self._open_objects = open_objects
         self._executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="grammar-check")
         self._vocab: Future | None = None
 
@@ -93,7 +103,7 @@ class GrammarChecker:
         vocab_future = self._vocab
 
         def compile_now() -> None:
-            compile_spec(spec, vocab_future.result(), self._timeout)
+            compile_spec(spec, vocab_future.result(), self._timeout, self._open_objects)
 
         loop = asyncio.get_running_loop()
         try:
@@ -110,13 +120,16 @@ class GrammarChecker:
 
 
 class StructuredOutputs:
-    """Owned by the engine core; holds compiling requests and the live matchers."""
+    """Owned by the engine core; holds compiling requests and the live matchers. `open_objects`
+    as in `compile_spec` (EngineConfig.structured_outputs_open_objects)."""
 
-    def __init__(self, tokenizer_folder: str, vocab_size: int, eos_token_ids: list[int], compile_timeout: float) -> None:
+    def __init__(self, tokenizer_folder: str, vocab_size: int, eos_token_ids: list[int], compile_timeout: float,
+                 open_objects: bool = False) -> None:
         self._folder = tokenizer_folder
         self._vocab_size = vocab_size
         self._eos_token_ids = eos_token_ids
         self._timeout = compile_timeout
+        self._open_objects = open_objects
         self._vocab = None
         self._executor: ThreadPoolExecutor | None = None
         self._mask_executor: ThreadPoolExecutor | None = None
@@ -144,12 +157,13 @@ class StructuredOutputs:
 
     def check(self, spec: StructuredSpec) -> None:
         """Compiles `spec` now, on the caller's thread; raises what the compiler raises."""
-        compile_spec(spec, self._vocabulary(), self._timeout)
+        compile_spec(spec, self._vocabulary(), self._timeout, self._open_objects)
 
     def submit(self, request) -> None:
         """Starts compiling the request's grammar on the worker thread."""
         spec = request.params.structured
-        future = self._compile_executor().submit(lambda: compile_spec(spec, self._vocabulary(), self._timeout))
+        future = self._compile_executor().submit(
+            lambda: compile_spec(spec, self._vocabulary(), self._timeout, self._open_objects))
         self.pending.append(_Pending(request, future, time.monotonic() + self._timeout))
 
     def poll(self) -> tuple[list, list[tuple[object, str]]]:

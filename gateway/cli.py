@@ -43,6 +43,7 @@ def _engine_config(args: argparse.Namespace):
         grammar_compile_timeout=args.grammar_compile_timeout,
         enforce_eager=args.enforce_eager,
         gpu_memory_utilization=args.gpu_memory_utilization,
+        structured_outputs_open_objects=args.structured_outputs_open_objects,
     )
     config.validate()
     return config

@@ -41,6 +41,9 @@ def _output_flags(serve: argparse.ArgumentParser) -> None:
     group.add_argument("--reasoning-field", default="reasoning_content", choices=["reasoning_content", "reasoning", "both"])
     group.add_argument("--grammar-compile-timeout", type=float, default=30.0,
                        help="seconds a request's grammar may take to compile before a 400")
+    group.add_argument("--structured-outputs-open-objects", action="store_true",
+                       help="JSON schemas keep JSON Schema's open objects and tuples (default: an object that names "
+                            "its properties admits no others, as vLLM's xgrammar backend)")
 
 
 def _engine_flags(serve: argparse.ArgumentParser) -> None:

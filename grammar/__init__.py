@@ -3,7 +3,8 @@
 Usage (the engine and tests call exactly this)::
 
     vocab = grammar.Vocabulary.from_tokenizer(hf_tokenizer, vocab_size=None)
-    g = grammar.compile_json_schema(schema, vocab, whitespace="compact")   # or "flexible"
+    g = grammar.compile_json_schema(schema, vocab, whitespace="compact")   # or "flexible"; strict=True closes
+    # objects that name their properties and tuples without `items` (as xgrammar's strict mode)
     # also compile_lark (Lark EBNF), compile_gbnf (llama.cpp GBNF), compile_regex, compile_choice
     m = g.matcher()
     bitmask = grammar.allocate_bitmask(batch_size, vocab)   # int32 [batch, ceil(V / 32)]
@@ -63,10 +64,14 @@ def _cached(vocab: Vocabulary, key: tuple[Any, ...], build: Callable[[], Grammar
     return compiled
 
 
-def compile_json_schema(schema: dict[str, Any] | str | bool, vocab: Vocabulary, whitespace: str = "compact") -> CompiledGrammar:
-    """A grammar for JSON documents valid under `schema` (declared property order)."""
+def compile_json_schema(schema: dict[str, Any] | str | bool, vocab: Vocabulary, whitespace: str = "compact",
+                        strict: bool = False) -> CompiledGrammar:
+    """A grammar for JSON documents valid under `schema` (declared property order). `strict`: an
+    object schema that names its properties (properties, patternProperties, required) without
+    saying `additionalProperties` admits only those, and `prefixItems` without `items` admit nothing
+    after them (xgrammar's strict mode, OpenAI's strict tools); False keeps JSON Schema's meaning."""
     text = schema if isinstance(schema, str) else json.dumps(schema, sort_keys=False)
-    return _cached(vocab, ("json", text, whitespace), lambda: compile_schema_to_grammar(schema, whitespace))
+    return _cached(vocab, ("json", text, whitespace, strict), lambda: compile_schema_to_grammar(schema, whitespace, strict))
 
 
 def compile_regex(pattern: str, vocab: Vocabulary) -> CompiledGrammar:
@@ -95,9 +100,10 @@ def compile_gbnf(text: str, vocab: Vocabulary) -> CompiledGrammar:
     return _cached(vocab, ("gbnf", text), lambda: gbnf_to_grammar(text))
 
 
-def compile_structural_tag(spec: dict[str, Any], vocab: Vocabulary) -> CompiledGrammar:
-    """A grammar for tool calls framed by begin/end strings (see the module docstring)."""
+def compile_structural_tag(spec: dict[str, Any], vocab: Vocabulary, strict: bool = False) -> CompiledGrammar:
+    """A grammar for tool calls framed by begin/end strings (see the module docstring); `strict`
+    as for compile_json_schema, for the calls' schemas."""
     from grammar.structural import structural_to_grammar
 
     key = json.dumps(spec, sort_keys=True, default=repr)
-    return _cached(vocab, ("structural", key), lambda: structural_to_grammar(spec))
+    return _cached(vocab, ("structural", key, strict), lambda: structural_to_grammar(spec, strict))

@@ -6,6 +6,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from grammar.ir import GrammarError
+from grammar.json_closed import closes_object
 
 ANNOTATIONS = frozenset({
     "title", "description", "default", "examples", "example", "$schema", "$id", "id", "$comment",
@@ -204,7 +205,7 @@ def _values(schema: Any) -> list[Any] | None:
     return [schema["const"]] if "const" in schema else schema.get("enum")
 
 
-def _exclusive(root: Any, a: tuple[set[str], Any], b: tuple[set[str], Any]) -> bool:
+def _exclusive(root: Any, a: tuple[set[str], Any], b: tuple[set[str], Any], strict: bool) -> bool:
     """True when no instance can be valid under both branches."""
     (ta, sa), (tb, sb) = a, b
     if not ta & tb:
@@ -213,16 +214,18 @@ def _exclusive(root: Any, a: tuple[set[str], Any], b: tuple[set[str], Any]) -> b
     if va is not None and vb is not None:
         return not any(x == y and type(x) is type(y) for x in va for y in vb)
     if ta == tb == {"object"}:
-        return _objects_exclusive(root, sa, sb) or _objects_exclusive(root, sb, sa)
+        return _objects_exclusive(root, sa, sb, strict) or _objects_exclusive(root, sb, sa, strict)
     return False
 
 
-def _objects_exclusive(root: Any, sa: dict[str, Any], sb: dict[str, Any]) -> bool:
+def _objects_exclusive(root: Any, sa: dict[str, Any], sb: dict[str, Any], strict: bool) -> bool:
     if "patternProperties" in sa or "patternProperties" in sb:
         return False  # which keys a pattern admits is not compared: never claim exclusivity
     pa, pb = sa.get("properties", {}), sb.get("properties", {})
     ra, rb = set(sa.get("required", [])), set(sb.get("required", []))
     if sa.get("additionalProperties") is False and any(k not in pa for k in rb):
+        return True
+    if closes_object(sa, strict) and any(k not in pa and k not in ra for k in rb):  # strict: only these names
         return True
     for key in ra & rb:
         xa = _values(_resolve(root, pa.get(key)))
@@ -256,12 +259,13 @@ def required_only(root: Any, branches: list[Any]) -> list[list[str]] | None:
     return lists
 
 
-def one_of_disjoint(root: Any, branches: list[Any], rest: dict[str, Any], where: str) -> bool:
-    """True when at most one branch can match any instance (types, values, object discriminators)."""
+def one_of_disjoint(root: Any, branches: list[Any], rest: dict[str, Any], where: str, strict: bool = False) -> bool:
+    """True when at most one branch can match any instance (types, values, object discriminators);
+    `strict`: objects as strict mode closes them (grammar/json_closed.py)."""
     infos = []
     for i, branch in enumerate(branches):
         info = _branch(root, {"allOf": [rest, branch]} if rest else branch, f"{where}/{i}")
         if info is None:
             return False
         infos.append(info)
-    return all(_exclusive(root, infos[i], infos[j]) for i in range(len(infos)) for j in range(i))
+    return all(_exclusive(root, infos[i], infos[j], strict) for i in range(len(infos)) for j in range(i))

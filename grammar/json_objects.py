@@ -7,6 +7,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from grammar.ir import EMPTY, NOTHING, GrammarError, Graph, Node, Repeat, alt, lit, node_size, opt, seq
+from grammar.json_closed import closes_object, closes_tuple
 from grammar.json_presence import check_declared, escape, presence_graph, presence_rule
 from grammar.json_text import json_char, key_excluding, quoted
 from grammar.regex import regex_to_node
@@ -36,11 +37,12 @@ def object_node(sc: "SchemaCompiler", schema: dict[str, Any], where: str) -> Nod
     required = schema.get("required", [])
     if not isinstance(required, list):
         raise GrammarError(f"{where}/required: must be an array")
-    extra_schema = schema.get("additionalProperties", True)
+    closed = closes_object(schema, sc.strict)  # strict mode: a required name is then declared too
+    extra_schema = False if closed else schema.get("additionalProperties", True)
     names = list(props)
     for name in required:
         if name not in props:
-            if extra_schema is False:
+            if extra_schema is False and not closed:
                 return NOTHING
             names.append(name)
     ws = sc.ws
@@ -48,7 +50,7 @@ def object_node(sc: "SchemaCompiler", schema: dict[str, Any], where: str) -> Nod
     members: list[tuple[Node, bool]] = []
     member_names: list[str] = []
     for name in names:
-        sub = props[name] if name in props else extra_schema
+        sub = props[name] if name in props else True if closed else extra_schema
         value = sc.node(sub, f"{where}/properties/{escape(name)}")
         member = seq(lit(json.dumps(name, ensure_ascii=False)), ws, lit(":"), ws, value)
         if value == NOTHING:
@@ -198,10 +200,13 @@ def array_node(sc: "SchemaCompiler", schema: dict[str, Any], where: str) -> Node
     items = schema.get("items")
     prefix = schema.get("prefixItems")
     rest_where = f"{where}/items"
+    closed = closes_tuple(schema, sc.strict)
     if isinstance(items, list):  # draft 4-7 tuple form
-        prefix, items, rest_where = items, schema.get("additionalItems", True), f"{where}/additionalItems"
+        prefix, items, rest_where = items, False if closed else schema.get("additionalItems", True), f"{where}/additionalItems"
     elif "additionalItems" in schema and prefix is None:
         prefix = []
+    elif closed:
+        items = False
     prefix = prefix or []
     lo = _count(schema, "minItems", where) or 0
     hi = _count(schema, "maxItems", where)

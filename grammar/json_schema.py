@@ -9,6 +9,7 @@ from typing import Any
 from grammar.ir import NOTHING, Grammar, GrammarError, Node, Ref, alt, lit
 from grammar.json_merge import (ANNOTATIONS, ONE_OF_REQUIRED, check_keywords, merge_all, one_of_disjoint,
                                  required_only, resolve_pointer)
+from grammar.json_closed import closed_copy
 from grammar.json_numbers import integer_node, number_node
 from grammar.json_objects import array_node, object_node
 from grammar.json_text import ANY_VALUE, add_any_value, any_json_char, json_literal, quoted, string_body, whitespace
@@ -25,10 +26,12 @@ TYPE_KEYWORDS = {
 
 
 class SchemaCompiler:
-    """Compiles one JSON Schema document; rules are created per `$ref` target (recursion-safe)."""
+    """Compiles one JSON Schema document; rules are created per `$ref` target (recursion-safe).
+    `strict` closes objects and tuples that do not say they are open (grammar/json_closed.py)."""
 
-    def __init__(self, root: Any, whitespace_mode: str) -> None:
+    def __init__(self, root: Any, whitespace_mode: str, strict: bool = False) -> None:
         self.root = root
+        self.strict = strict
         self.grammar = Grammar()
         self.ws = whitespace(whitespace_mode)
         self.char = any_json_char()
@@ -155,7 +158,7 @@ class SchemaCompiler:
         if not isinstance(branches, list) or not branches:
             raise GrammarError(f"{where}/{key}: must be a non-empty array")
         rest = {k: v for k, v in schema.items() if k != key}
-        if key == "oneOf" and not one_of_disjoint(self.root, branches, rest, f"{where}/oneOf"):
+        if key == "oneOf" and not one_of_disjoint(self.root, branches, rest, f"{where}/oneOf", self.strict):
             required = required_only(self.root, branches)
             if required is None:
                 raise GrammarError(f"{where}/oneOf: branches may overlap (only provably exclusive oneOf, or one "
@@ -195,7 +198,8 @@ class SchemaCompiler:
             raise GrammarError(f"{where}/enum: must be an array")
         rest = {k: v for k, v in schema.items() if k not in ("enum", "const")}
         validator = jsonschema.validators.validator_for(self.root if isinstance(self.root, dict) else {})
-        checker = validator({**rest, **({"$defs": self.root.get("$defs", {}), "definitions": self.root.get("definitions", {})} if isinstance(self.root, dict) else {})})
+        defs = {k: self.root.get(k, {}) for k in ("$defs", "definitions")} if isinstance(self.root, dict) else {}
+        checker = validator(closed_copy({**rest, **defs}) if self.strict else {**rest, **defs})
         options = []
         for v in values:
             try:
@@ -295,10 +299,11 @@ def _ref_target(ref: Any, where: str) -> str:
     return ref[1:]
 
 
-def compile_schema_to_grammar(schema: dict[str, Any] | str | bool, whitespace_mode: str = "compact") -> Grammar:
+def compile_schema_to_grammar(schema: dict[str, Any] | str | bool, whitespace_mode: str = "compact",
+                              strict: bool = False) -> Grammar:
     if isinstance(schema, str):
         try:
             schema = json.loads(schema)
         except json.JSONDecodeError as exc:
             raise GrammarError(f"schema is not valid JSON: {exc}") from None
-    return SchemaCompiler(schema, whitespace_mode).compile()
+    return SchemaCompiler(schema, whitespace_mode, strict).compile()

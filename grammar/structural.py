@@ -27,7 +27,7 @@ def _rename(node: Node, prefix: str) -> Node:
     return node
 
 
-def _alternatives(spec: dict[str, Any], rules: dict[str, Node]) -> list[tuple[bytes, Node]]:
+def _alternatives(spec: dict[str, Any], rules: dict[str, Node], strict: bool) -> list[tuple[bytes, Node]]:
     """(begin bytes, body = schema + end) per alternative; the schemas' rules go into `rules`."""
     alts = spec.get("alternatives")
     if not isinstance(alts, list) or not alts:
@@ -40,7 +40,7 @@ def _alternatives(spec: dict[str, Any], rules: dict[str, Node]) -> list[tuple[by
         if not item["begin"]:
             raise GrammarError(f"structural tag: alternatives/{i}/begin must not be empty")
         try:
-            sub = _arguments_grammar(item, ws, i)
+            sub = _arguments_grammar(item, ws, i, strict)
         except GrammarError as exc:
             raise GrammarError(f"structural tag: alternatives/{i}/schema: {exc}") from None
         prefix = f"tag{i}/"
@@ -50,14 +50,14 @@ def _alternatives(spec: dict[str, Any], rules: dict[str, Node]) -> list[tuple[by
     return out
 
 
-def _arguments_grammar(item: dict[str, Any], ws: str, i: int) -> Grammar:
+def _arguments_grammar(item: dict[str, Any], ws: str, i: int, strict: bool) -> Grammar:
     """One JSON value for the schema, or with `xml_params` {begin, end} XML-style parameters."""
     xml = item.get("xml_params")
     if xml is None:
-        return compile_schema_to_grammar(item.get("schema", True), ws)
+        return compile_schema_to_grammar(item.get("schema", True), ws, strict)
     if not isinstance(xml, dict) or not all(isinstance(xml.get(k), str) and xml.get(k) for k in ("begin", "end")):
         raise GrammarError(f"structural tag: alternatives/{i}/xml_params needs non-empty string 'begin' and 'end'")
-    return xml_params_grammar(item.get("schema", True), xml["begin"], xml["end"], "")
+    return xml_params_grammar(item.get("schema", True), xml["begin"], xml["end"], "", strict)
 
 
 def _text_graph(calls: list[tuple[bytes, Node]], min_calls: int, max_calls: int | None) -> Graph:
@@ -84,7 +84,9 @@ def _text_graph(calls: list[tuple[bytes, Node]], min_calls: int, max_calls: int 
     return Graph((top + 1) * n, tuple(edges), finals)
 
 
-def structural_to_grammar(spec: dict[str, Any]) -> Grammar:
+def structural_to_grammar(spec: dict[str, Any], strict: bool = False) -> Grammar:
+    """The grammar of a structural tag spec (grammar/__init__.py); `strict` closes the objects and
+    tuples of the calls' schemas (grammar/json_closed.py)."""
     if not isinstance(spec, dict):
         raise GrammarError("structural tag spec must be a dict")
     known = {"alternatives", "separator", "allow_free_text", "min_calls", "max_calls", "whitespace"}
@@ -92,7 +94,7 @@ def structural_to_grammar(spec: dict[str, Any]) -> Grammar:
         if key not in known:
             raise GrammarError(f"structural tag: unknown field {key!r}")
     rules: dict[str, Node] = {}
-    calls = _alternatives(spec, rules)
+    calls = _alternatives(spec, rules, strict)
     free = bool(spec.get("allow_free_text", False))
     min_calls = spec.get("min_calls", 0 if free else 1)
     max_calls = spec.get("max_calls")

@@ -20,9 +20,10 @@ from grammar.text_scan import text_until
 STRING_ONLY_KEYS = frozenset({"type", "enum", "const"})  # string keywords a raw value can carry
 
 
-def xml_params_grammar(schema: Any, begin: str, end: str, where: str):
-    """A grammar of the parameters of one call (start rule: the parameters, no call framing)."""
-    sc = SchemaCompiler(schema, "compact")
+def xml_params_grammar(schema: Any, begin: str, end: str, where: str, strict: bool = False):
+    """A grammar of the parameters of one call (start rule: the parameters, no call framing);
+    `strict` closes the objects and tuples inside parameter values (grammar/json_closed.py)."""
+    sc = SchemaCompiler(schema, "compact", strict)
     return sc.finish(xml_params_node(sc, schema, begin, end, where))
 
 
