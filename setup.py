@@ -1,14 +1,17 @@
-"""Build hook for the C extensions of grammar/: grammar._walk (the token-trie walk behind grammar
-masks) and grammar._dfa (DFA row construction).
+"""Build hook for the C extensions of grammar/: grammar.masks._walk (the token-trie walk behind
+grammar masks) and grammar.automaton._dfa (DFA row construction), sharing grammar/include/.
 
 Metadata lives in pyproject.toml; `pip install -e .` compiles the extensions in place. They are
-optional: without a C compiler the install still succeeds and grammar/ uses its numpy walk and
-its Python row builder.
+optional: without a C compiler the install still succeeds and grammar/ uses their Python
+reference modules (grammar/masks/walk_ref.py, grammar/automaton/dfa_ref.py).
 """
 
 from setuptools import Extension, setup
 
+HEADERS = ["grammar/include/grammar_core.h", "grammar/include/vec.h"]
 setup(ext_modules=[
-    Extension("grammar._walk", ["grammar/_walk.c"], depends=["grammar/_vec.h"], extra_compile_args=["-O3"], optional=True),
-    Extension("grammar._dfa", ["grammar/_dfa.c"], depends=["grammar/_vec.h"], extra_compile_args=["-O3"], optional=True),
+    Extension("grammar.masks._walk", ["grammar/masks/_walk.c"], depends=HEADERS, include_dirs=["grammar/include"],
+              extra_compile_args=["-O3"], optional=True),
+    Extension("grammar.automaton._dfa", ["grammar/automaton/_dfa.c"], depends=HEADERS, include_dirs=["grammar/include"],
+              extra_compile_args=["-O3"], optional=True),
 ])

@@ -37,9 +37,9 @@ from typing import Any, Callable
 from grammar.bitmask import allocate_bitmask, apply_bitmask, unpack_bitmask
 from grammar.compiled import CompiledGrammar
 from grammar.ir import Grammar, GrammarError, alt, lit
-from grammar.json_schema import compile_schema_to_grammar
+from grammar.frontends.json_schema import compile_schema_to_grammar
 from grammar.matcher import Matcher
-from grammar.regex import regex_to_node
+from grammar.frontends.regex import regex_to_node
 from grammar.time_limit import time_limit
 from grammar.vocab import Vocabulary
 
@@ -88,14 +88,14 @@ def compile_choice(choices: list[str], vocab: Vocabulary) -> CompiledGrammar:
 
 def compile_lark(text: str, vocab: Vocabulary) -> CompiledGrammar:
     """A grammar from Lark EBNF text (start rule `start`)."""
-    from grammar.lark_frontend import lark_to_grammar
+    from grammar.frontends.lark import lark_to_grammar
 
     return _cached(vocab, ("lark", text), lambda: lark_to_grammar(text))
 
 
 def compile_gbnf(text: str, vocab: Vocabulary) -> CompiledGrammar:
     """A grammar from GBNF text (llama.cpp / xgrammar EBNF, start rule `root`)."""
-    from grammar.gbnf_frontend import gbnf_to_grammar
+    from grammar.frontends.gbnf import gbnf_to_grammar
 
     return _cached(vocab, ("gbnf", text), lambda: gbnf_to_grammar(text))
 
@@ -103,7 +103,7 @@ def compile_gbnf(text: str, vocab: Vocabulary) -> CompiledGrammar:
 def compile_structural_tag(spec: dict[str, Any], vocab: Vocabulary, strict: bool = False) -> CompiledGrammar:
     """A grammar for tool calls framed by begin/end strings (see the module docstring); `strict`
     as for compile_json_schema, for the calls' schemas."""
-    from grammar.structural import structural_to_grammar
+    from grammar.frontends.structural import structural_to_grammar
 
     key = json.dumps(spec, sort_keys=True, default=repr)
     return _cached(vocab, ("structural", key, strict), lambda: structural_to_grammar(spec, strict))

@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from grammar.dfa import LazyDfa
+from grammar.automaton.dfa import LazyDfa
 from grammar.ir import Grammar
-from grammar.masks import MAX_RUN, StateMask, Words, _walk, compute_mask, dense, fill_single, uses_c_walk, write_row
-from grammar.nfa import build_nfa
-from grammar.pda import States, advance, is_complete
-from grammar.precompute import precompute_masks
+from grammar.masks.walk import MAX_RUN, StateMask, Words, _walk, compute_mask, dense, fill_single, uses_c_walk, write_row
+from grammar.automaton.nfa import build_nfa
+from grammar.automaton.pda import States, advance, is_complete
+from grammar.masks.precompute import precompute_masks
 from grammar.vocab import Vocabulary
 
 if TYPE_CHECKING:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 
 from grammar.compiled import CompiledGrammar
-from grammar.masks import dense, write_row
-from grammar.pda import States
+from grammar.masks.walk import dense, write_row
+from grammar.automaton.pda import States
 
 
 class Matcher:

@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 
 from grammar.ir import GrammarError
-from grammar.slices import TokenSlice, pack_bits, utf8_levels, utf8_states
-from grammar.trie import build_trie, flatten_trie
+from grammar.masks.slices import TokenSlice, pack_bits, utf8_levels, utf8_states
+from grammar.masks.trie import build_trie, flatten_trie
 
 
 def _byte_decoder() -> dict[str, int]:
@@ -195,7 +195,7 @@ class Vocabulary:
     def prepare(self) -> None:
         """Build the C mask walk's tables now (its tries and the slices' short-token words: about
         half a second on a 262k vocabulary) instead of at the first compile."""
-        from grammar.masks import uses_c_walk, walk_tables  # (grammar.masks imports this module)
+        from grammar.masks.walk import uses_c_walk, walk_tables  # (grammar.masks.walk imports this module)
 
         if uses_c_walk() and self.walk_tables is None:
             walk_tables(self)

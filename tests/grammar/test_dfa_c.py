@@ -10,15 +10,16 @@ import numpy as np
 import pytest
 
 import grammar
+import grammar.masks.walk
 from grammar import compiled
 from grammar.compiled import CompiledGrammar
-from grammar.dfa import LazyDfa, _dfa
+from grammar.automaton.dfa import LazyDfa, _dfa
 from grammar.ir import Grammar
-from grammar.json_schema import compile_schema_to_grammar
-from grammar.lark_frontend import lark_to_grammar
-from grammar.nfa import build_nfa
-from grammar.regex import regex_to_node
-from grammar.slices import UTF8_SEQUENCES
+from grammar.frontends.json_schema import compile_schema_to_grammar
+from grammar.frontends.lark import lark_to_grammar
+from grammar.automaton.nfa import build_nfa
+from grammar.frontends.regex import regex_to_node
+from grammar.masks.slices import UTF8_SEQUENCES
 
 from .conftest import byte_vocab
 
@@ -154,7 +155,7 @@ def test_utf8_sequences_agree_on_text_loops():
     for d in range(py.num_states):
         for t in range(py.num_states):
             assert py.utf8_to(d, t) == c.utf8_to(d, t) == py._utf8_to(d, t)
-    assert c._core.utf8_to(c, 0, 0, UTF8_SEQUENCES) in (True, False)
+    assert c.builder.utf8_to(c, 0, 0, UTF8_SEQUENCES) in (True, False)
 
 
 UTF8_SCHEMAS = [
@@ -195,11 +196,11 @@ def test_builder_rejects_bad_input():
         _dfa.Builder([[]], [[], []], [[]], [], False, 16)
     py, c = _pair(Grammar({"start": regex_to_node("ab")}), byte_vocab())
     with pytest.raises(IndexError):
-        c._core.row(c, 10_000)
+        c.builder.row(c, 10_000)
     with pytest.raises(IndexError):
-        c._core.intern_closure(c, [10_000])
+        c.builder.intern_closure(c, [10_000])
     with pytest.raises(ValueError):
-        c._core.row(py, 0)  # a builder writes only into its own LazyDfa's tables
+        c.builder.row(py, 0)  # a builder writes only into its own LazyDfa's tables
 
 
 def _masks(g: CompiledGrammar, token_ids: list[int]) -> list[np.ndarray]:
@@ -236,7 +237,7 @@ def test_real_tokenizer_masks_equal_the_python_rows(smollm2_tokenizer, smollm2_v
         g = compile_schema_to_grammar(row["schema"], "compact")
         fast = CompiledGrammar(g, smollm2_vocab)
         slow = _python_rows(CompiledGrammar(g, smollm2_vocab), fast.warmed)
-        assert fast.dfa._core is not None and slow.dfa._core is None
+        assert fast.dfa.builder is not None and slow.dfa.builder is None
         got, want = _masks(fast, ids), _masks(slow, ids)
         assert len(got) == len(want), row["id"]
         for a, b in zip(got, want):
@@ -258,7 +259,7 @@ def test_byte_vocab_masks_equal_the_python_rows(text):
 
 
 @needs_dfa_c
-@pytest.mark.skipif(not grammar.masks.uses_c_walk(), reason="grammar._walk not built")
+@pytest.mark.skipif(not grammar.masks.walk.uses_c_walk(), reason="grammar._walk not built")
 def test_the_walk_builds_rows_in_c_without_calling_python(monkeypatch):
     """Inside the mask walk and the byte run, rows, slices and the UTF-8 upgrade come from the
     builder's capsule: no Python method of the LazyDfa is called."""

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 import grammar
-import grammar.masks as masks
-import grammar.rest_trie as rest_trie
+import grammar.masks.walk as masks
+import grammar.masks.rest_trie as rest_trie
 from grammar.compiled import CompiledGrammar
-from grammar.json_schema import compile_schema_to_grammar
-from grammar.lark_frontend import lark_to_grammar
-from grammar.regex import regex_to_node
+from grammar.frontends.json_schema import compile_schema_to_grammar
+from grammar.frontends.lark import lark_to_grammar
+from grammar.frontends.regex import regex_to_node
 
 needs_c = pytest.mark.skipif(not masks.uses_c_walk(), reason="C extension grammar._walk not built")
 

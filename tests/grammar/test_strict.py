@@ -9,7 +9,7 @@ import jsonschema
 import pytest
 
 import grammar
-from grammar.json_closed import closed_copy
+from grammar.frontends.json_closed import closed_copy
 from tests.grammar.conftest import byte_vocab
 from tests.grammar.helpers import accepts_text
 

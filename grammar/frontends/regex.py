@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Callable
 
 from grammar.ir import EMPTY, GrammarError, Node, Repeat, alt, merge_ranges, seq, subtract_ranges
-from grammar.utf8 import ALL_CHARS, codepoint_ranges_to_node
+from grammar.frontends.unicode import ALL_CHARS, codepoint_ranges_to_node
 
 Ranges = tuple[tuple[int, int], ...]
 DIGIT: Ranges = ((48, 57),)

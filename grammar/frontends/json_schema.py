@@ -7,12 +7,12 @@ import math
 from typing import Any
 
 from grammar.ir import NOTHING, Grammar, GrammarError, Node, Ref, alt, lit
-from grammar.json_merge import (ANNOTATIONS, ONE_OF_REQUIRED, check_keywords, merge_all, one_of_disjoint,
+from grammar.frontends.json_merge import (ANNOTATIONS, ONE_OF_REQUIRED, check_keywords, merge_all, one_of_disjoint,
                                  required_only, resolve_pointer)
-from grammar.json_closed import closed_copy
-from grammar.json_numbers import integer_node, number_node
-from grammar.json_objects import array_node, object_node
-from grammar.json_text import ANY_VALUE, add_any_value, any_json_char, json_literal, quoted, string_body, whitespace
+from grammar.frontends.json_closed import closed_copy
+from grammar.frontends.json_numbers import integer_node, number_node
+from grammar.frontends.json_objects import array_node, object_node
+from grammar.frontends.json_text import ANY_VALUE, add_any_value, any_json_char, json_literal, quoted, string_body, whitespace
 from grammar.time_limit import check_time_limit
 
 TYPES = ("null", "boolean", "object", "array", "number", "integer", "string")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from grammar.ir import EMPTY, Alt, Grammar, GrammarError, Node, Ref, Repeat, Seq, alt, lit, opt, seq, star
-from grammar.regex import regex_to_node
+from grammar.frontends.regex import regex_to_node
 
 _TOKEN = re.compile(r"""
     (?P<ws>[ \t]+|\\\n|//[^\n]*|\#[^\n]*)

@@ -7,15 +7,15 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from grammar.ir import EMPTY, NOTHING, GrammarError, Graph, Node, Repeat, alt, lit, node_size, opt, seq
-from grammar.json_closed import closes_object, closes_tuple
-from grammar.json_presence import check_declared, escape, presence_graph, presence_rule
-from grammar.json_text import json_char, key_excluding, quoted
-from grammar.regex import regex_to_node
+from grammar.frontends.json_closed import closes_object, closes_tuple
+from grammar.frontends.json_presence import check_declared, escape, presence_graph, presence_rule
+from grammar.frontends.json_text import json_char, key_excluding, quoted
+from grammar.frontends.regex import regex_to_node
 
 MAX_COUNTED_SIZE = 20_000  # NFA states the copies of counted members may take
 
 if TYPE_CHECKING:
-    from grammar.json_schema import SchemaCompiler
+    from grammar.frontends.json_schema import SchemaCompiler
 
 
 def _count(schema: dict[str, Any], key: str, where: str) -> int | None:

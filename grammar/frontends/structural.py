@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from grammar.ir import Alt, Grammar, GrammarError, Graph, Node, Ref, Repeat, Seq, alt, lit, opt, seq
-from grammar.json_schema import compile_schema_to_grammar
-from grammar.text_scan import scan_states
-from grammar.xml_params import xml_params_grammar
+from grammar.frontends.json_schema import compile_schema_to_grammar
+from grammar.frontends.text_scan import scan_states
+from grammar.frontends.xml_params import xml_params_grammar
 
 MAX_COUNTED_CALLS = 16  # free text is copied once per count of calls
 

@@ -9,15 +9,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grammar.dfa import FLAG_CALLS, FLAG_FINAL, UNKNOWN, LazyDfa
-from grammar.pda import States, advance, expand, is_complete
-from grammar.rest_trie import rest_tries, run_prefix_max, run_rests
-from grammar.trie import TrieLevel
-from grammar.slices import pack_bits
+from grammar.automaton.dfa import FLAG_CALLS, FLAG_FINAL, UNKNOWN, LazyDfa
+from grammar.automaton.pda import States, advance, expand, is_complete
+from grammar.masks.rest_trie import rest_tries, run_prefix_max, run_rests
+from grammar.masks.trie import TrieLevel
+from grammar.masks.slices import pack_bits
 from grammar.vocab import MIN_SLICE_BYTES, Vocabulary
 
 try:
-    from grammar import _walk
+    from grammar.masks import _walk
 except ImportError:  # built by setup.py; without a C compiler the numpy walk below is used
     _walk = None
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from grammar.trie import FlatTrie, TrieLevel
+from grammar.masks.trie import FlatTrie, TrieLevel
 
 if TYPE_CHECKING:
     from grammar.vocab import Vocabulary

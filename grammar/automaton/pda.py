@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from grammar.dfa import LazyDfa
+from grammar.automaton.dfa import LazyDfa
 
 Config = tuple[tuple[int, ...], int]   # (stack of return dstates, current dstate)
 States = frozenset[Config]

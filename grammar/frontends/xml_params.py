@@ -13,9 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 from grammar.ir import EMPTY, NOTHING, GrammarError, Node, alt, lit, opt, seq
-from grammar.json_merge import ANNOTATIONS
-from grammar.json_schema import SchemaCompiler
-from grammar.text_scan import text_until
+from grammar.frontends.json_merge import ANNOTATIONS
+from grammar.frontends.json_schema import SchemaCompiler
+from grammar.frontends.text_scan import text_until
 
 STRING_ONLY_KEYS = frozenset({"type", "enum", "const"})  # string keywords a raw value can carry
 

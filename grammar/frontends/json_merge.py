@@ -6,7 +6,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from grammar.ir import GrammarError
-from grammar.json_closed import closes_object
+from grammar.frontends.json_closed import closes_object
 
 ANNOTATIONS = frozenset({
     "title", "description", "default", "examples", "example", "$schema", "$id", "id", "$comment",

@@ -1,13 +1,15 @@
-/* grammar._dfa: DFA row construction for grammar/dfa.py's LazyDfa, in C.
+/* grammar.automaton._dfa: DFA row construction for grammar/automaton/dfa.py's LazyDfa, in C
+ * (its Python reference, with the same methods: grammar/automaton/dfa_ref.py).
  *
  * A Builder reads the NFA's Python lists (byte_edges, eps, calls; never changed after the build)
  * and keeps, per NFA state, its epsilon closure (the states with byte edges, calls or a rule
  * end), and a hash table from sorted NFA-state sets to DFA state ids.  It writes into the
  * LazyDfa's numpy tables (trans, flags, is_final, has_calls, slice_of, absorb, dominant), which it
  * holds as buffers; when a new DFA state does not fit, it calls `dfa._grow()` and takes the new
- * tables.  State ids are given in the same order as the Python path of dfa.py, so both build
- * the same automaton.  The C walk (grammar/_walk.c) reaches `prepare`, `row` and the tables'
- * raw pointers through the capsule `grammar._dfa._C_API` without going through Python.
+ * tables.  State ids are given in the same order as the reference builder, so both build the
+ * same automaton.  The C walk (grammar/masks/_walk.c) reaches `prepare`, `row` and the tables'
+ * raw pointers through the capsule DFA_CAPSULE (grammar/include/grammar_core.h) without going
+ * through Python.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -16,20 +18,13 @@
 #include <string.h>
 #include <time.h>
 
-#define UNKNOWN (-2)
-#define DEAD (-1)
-#define FLAG_CALLS 1
-#define FLAG_FINAL 2
-#define MIN_DOMINANT_BYTES 26  /* grammar/dfa.py MIN_DOMINANT_BYTES */
-#define NO_SLICE (-1)
-#define SLICE_UNKNOWN (-2)
-#define UNBOUNDED (1 << 30)
+#include "grammar_core.h"
+#include "vec.h"
+
 #define NUM_TABLES 7
 
 enum { T_TRANS, T_FLAGS, T_FINAL, T_CALLS, T_SLICE, T_ABSORB, T_DOMINANT };
 static const char *TABLE_NAMES[NUM_TABLES] = {"trans", "flags", "is_final", "has_calls", "slice_of", "absorb", "dominant"};
-
-#include "_vec.h"
 
 static inline int vec_push(Vec *v, int32_t x) {
     if (v->len == v->cap && vec_reserve(v, 1) < 0) return -1;
@@ -675,15 +670,6 @@ static int c_prepare(PyObject *self, PyObject *dfa, long d) {
     return b->generation != gen;
 }
 
-/* Raw pointers into the LazyDfa's tables, valid until a row call reports a reallocation. */
-typedef struct {
-    const int32_t *trans;
-    const uint8_t *flags;
-    const int16_t *slice_of;
-    const int32_t *absorb, *dominant;
-    Py_ssize_t num_states;  /* rows made so far (the rest of the tables is uninitialized) */
-} DfaTables;
-
 static int c_tables(PyObject *self, PyObject *dfa, DfaTables *out) {
     Builder *b = (Builder *)self;
     if (ensure_bound(b, dfa) < 0) return -1;
@@ -715,15 +701,6 @@ static int c_utf8_to(PyObject *self, PyObject *dfa, long d, long target, long *o
     *ok = r;
     return b->generation != gen;
 }
-
-typedef struct {
-    int (*row)(PyObject *builder, PyObject *dfa, long d);      /* 1: tables were reallocated */
-    int (*prepare)(PyObject *builder, PyObject *dfa, long d);  /* the same, also slice and absorb */
-    PyTypeObject *type;
-    int (*tables)(PyObject *builder, PyObject *dfa, DfaTables *out);  /* the current tables */
-    int (*upgrade)(PyObject *builder, PyObject *dfa, long d, long *sid);  /* upgrade_to_utf8; 1: reallocated */
-    int (*utf8_to)(PyObject *builder, PyObject *dfa, long d, long target, long *ok);  /* the same */
-} DfaApi;
 
 /* ---- Python methods ---- */
 
@@ -1003,7 +980,7 @@ static PyTypeObject BuilderType = {
 
 static DfaApi api = {c_row, c_prepare, &BuilderType, c_tables, c_upgrade, c_utf8_to};
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_dfa", "DFA row construction in C.", -1, NULL};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_dfa", "DFA row construction in C (grammar/automaton/_dfa.c).", -1, NULL};
 
 PyMODINIT_FUNC PyInit__dfa(void) {
     if (PyType_Ready(&BuilderType) < 0) return NULL;
@@ -1011,7 +988,8 @@ PyMODINIT_FUNC PyInit__dfa(void) {
     if (!m) return NULL;
     Py_INCREF(&BuilderType);
     if (PyModule_AddObject(m, "Builder", (PyObject *)&BuilderType) < 0) { Py_DECREF(&BuilderType); Py_DECREF(m); return NULL; }
-    PyObject *cap = PyCapsule_New(&api, "grammar._dfa._C_API", NULL);
+    PyObject *cap = PyCapsule_New(&api, DFA_CAPSULE, NULL);
     if (!cap || PyModule_AddObject(m, "_C_API", cap) < 0) { Py_XDECREF(cap); Py_DECREF(m); return NULL; }
+    if (add_core_constants(m) < 0) { Py_DECREF(m); return NULL; }
     return m;
 }

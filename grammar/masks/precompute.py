@@ -14,9 +14,9 @@ from __future__ import annotations
 import time
 from collections import deque
 
-from grammar.dfa import FLAG_CALLS, LazyDfa
-from grammar.masks import _STOP, StateMask, Words, _state_mask, _walk, kept, scratch, slice_base, walk_tables
-from grammar.pda import States
+from grammar.automaton.dfa import FLAG_CALLS, LazyDfa
+from grammar.masks.walk import _STOP, StateMask, Words, _state_mask, _walk, kept, scratch, slice_base, walk_tables
+from grammar.automaton.pda import States
 from grammar.vocab import Vocabulary
 
 Key = tuple[int, bool]  # (DFA state, whether the stack is non-empty), as the state mask cache keys it

@@ -6,9 +6,9 @@ import json
 from typing import Any
 
 from grammar.ir import EMPTY, Bytes, Grammar, GrammarError, Graph, Node, Ref, Repeat, alt, byte_set, lit, merge_ranges, opt, seq, star, subtract_ranges
-from grammar.json_numbers import number_node
-from grammar.regex import Ranges, regex_to_node
-from grammar.utf8 import ALL_CHARS, codepoint_ranges_to_node
+from grammar.frontends.json_numbers import number_node
+from grammar.frontends.regex import Ranges, regex_to_node
+from grammar.frontends.unicode import ALL_CHARS, codepoint_ranges_to_node
 
 SPECIAL: Ranges = ((0, 31), (34, 34), (92, 92))
 _SHORT = {8: "b", 9: "t", 10: "n", 12: "f", 13: "r", 34: '"', 92: "\\"}

@@ -7,11 +7,11 @@ from typing import Callable
 
 import numpy as np
 
-from grammar.nfa import Nfa
-from grammar.slices import UTF8_SEQUENCES
+from grammar.automaton.nfa import Nfa
+from grammar.masks.slices import UTF8_SEQUENCES
 
 try:
-    from grammar import _dfa
+    from grammar.automaton import _dfa
 except ImportError:  # built by setup.py; without a C compiler rows are built in Python below
     _dfa = None
 
@@ -72,13 +72,13 @@ class LazyDfa:
             use_c = _dfa is not None
         elif use_c and _dfa is None:
             raise RuntimeError("grammar._dfa is not built (pip install -e . with a C compiler)")
-        self._core = None
+        self.builder = None
         if use_c:
-            self._core = _dfa.Builder(nfa.byte_edges, nfa.eps, nfa.calls, nfa.rule_final, slicer is not None, max_absorb)
-            self._core.bind(self)
-            self._core.set_utf8(-1, -1, False, UTF8_SEQUENCES)
+            self.builder = _dfa.Builder(nfa.byte_edges, nfa.eps, nfa.calls, nfa.rule_final, slicer is not None, max_absorb)
+            self.builder.bind(self)
+            self.builder.set_utf8(-1, -1, False, UTF8_SEQUENCES)
             if slice_sets is not None:  # the slicer's answers, computed in C (no Python call per byte set)
-                self._core.set_slices(slice_sets)
+                self.builder.set_slices(slice_sets)
         self.rule_start = [self._state_of_closure((s,)) for s in nfa.rule_start]
 
     @property
@@ -89,7 +89,7 @@ class LazyDfa:
     @utf8_upgrade.setter
     def utf8_upgrade(self, ids: tuple[int, int] | None) -> None:
         self._utf8_upgrade = ids
-        self._tell_core()
+        self._tell_builder()
 
     @property
     def utf8_runs(self) -> bool:
@@ -99,24 +99,24 @@ class LazyDfa:
     @utf8_runs.setter
     def utf8_runs(self, on: bool) -> None:
         self._utf8_runs = on
-        self._tell_core()
+        self._tell_builder()
 
-    def _tell_core(self) -> None:
-        if self._core is not None:
+    def _tell_builder(self) -> None:
+        if self.builder is not None:
             ascii_id, text_id = self._utf8_upgrade if self._utf8_upgrade is not None else (-1, -1)
-            self._core.set_utf8(ascii_id, text_id, self._utf8_runs, UTF8_SEQUENCES)
+            self.builder.set_utf8(ascii_id, text_id, self._utf8_runs, UTF8_SEQUENCES)
 
     @property
     def num_states(self) -> int:
-        return self._core.num_states() if self._core is not None else len(self.sets)
+        return self.builder.num_states() if self.builder is not None else len(self.sets)
 
     def nfa_states(self, d: int) -> tuple[int, ...]:
         """The sorted NFA states of DFA state d."""
-        return self._core.nfa_states(d) if self._core is not None else tuple(sorted(self.sets[d]))
+        return self.builder.nfa_states(d) if self.builder is not None else tuple(sorted(self.sets[d]))
 
     def _state_of_closure(self, states: tuple[int, ...] | list[int]) -> int:
-        if self._core is not None:
-            return self._core.intern_closure(self, states)
+        if self.builder is not None:
+            return self.builder.intern_closure(self, states)
         return self.state_of(self.closure(states))
 
     def _slice_bytes(self, in_set: bytes) -> int:
@@ -185,8 +185,8 @@ class LazyDfa:
         if out is None:
             if not self.has_calls[d]:
                 return ()
-            if self._core is not None:
-                groups = self._core.call_groups(d)
+            if self.builder is not None:
+                groups = self.builder.call_groups(d)
             else:
                 groups = list(self._call_rets.pop(d).items())
             out = tuple((r, self._state_of_closure(rets)) for r, rets in groups)
@@ -208,8 +208,8 @@ class LazyDfa:
 
     def prepare(self, d: int) -> None:
         """Fill row d, its slice id and absorb length (called by the C walk when unknown)."""
-        if self._core is not None:
-            self._core.prepare(self, d)
+        if self.builder is not None:
+            self.builder.prepare(self, d)
             return
         if self.trans[d, 0] == UNKNOWN:
             self.compute_row(d)
@@ -218,8 +218,8 @@ class LazyDfa:
 
     def _slice_step(self, d: int) -> tuple[int, int]:
         """(slice id, target): a vocabulary slice whose bytes all lead from d to one target."""
-        if self._core is not None:
-            return self._core.slice_step(self, d)
+        if self.builder is not None:
+            return self.builder.slice_step(self, d)
         hit = self._slice_next.get(d)
         if hit is not None:
             return hit
@@ -262,8 +262,8 @@ class LazyDfa:
         character takes d where a text byte does (a loop, or each step of a bounded run when
         `utf8_runs`: many non-ASCII tokens). Only worth its rows for a state a mask starts from,
         so the walk's inner states keep the ASCII slice. The C builder has the same steps."""
-        if self._core is not None:
-            return self._core.upgrade_to_utf8(self, d)
+        if self.builder is not None:
+            return self.builder.upgrade_to_utf8(self, d)
         sid = self.slice_id(d)
         if self.utf8_upgrade is None or sid != self.utf8_upgrade[0] or d in self._utf8_checked:
             return sid
@@ -308,8 +308,8 @@ class LazyDfa:
         return ok
 
     def _utf8_to(self, d: int, target: int) -> bool:
-        if self._core is not None:
-            return self._core.utf8_to(self, d, target, UTF8_SEQUENCES)
+        if self.builder is not None:
+            return self.builder.utf8_to(self, d, target, UTF8_SEQUENCES)
         for seq in UTF8_SEQUENCES:
             cur = {d}
             for lo, hi in seq:
@@ -350,8 +350,8 @@ class LazyDfa:
         the start states), stopping after about `budget_s` seconds; returns how many. Rows built
         at compile time are rows the first masks' walks need not build. The same count gives the
         same states in C and in Python."""
-        if self._core is not None:
-            return self._core.warm(self, max_rows, budget_s)
+        if self.builder is not None:
+            return self.builder.warm(self, max_rows, budget_s)
         end = time.perf_counter() + budget_s
         built = d = 0
         while d < self.num_states and built < max_rows:
@@ -365,8 +365,8 @@ class LazyDfa:
 
     def compute_row(self, d: int) -> None:
         """Fill trans[d, :] for all 256 bytes (one closure per distinct target set)."""
-        if self._core is not None:
-            self._core.row(self, d)
+        if self.builder is not None:
+            self.builder.row(self, d)
             return
         be = self.nfa.byte_edges
         states = self.sets[d]

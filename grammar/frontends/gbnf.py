@@ -11,9 +11,9 @@ after `::=` or `|`.
 from __future__ import annotations
 
 from grammar.ir import EMPTY, Grammar, GrammarError, Node, Ref, Repeat, alt, lit, merge_ranges, seq, subtract_ranges
-from grammar.lark_frontend import check_left_recursion
-from grammar.regex import MAX_REPEAT, negate
-from grammar.utf8 import ALL_CHARS, SURROGATES, codepoint_ranges_to_node
+from grammar.frontends.lark import check_left_recursion
+from grammar.frontends.regex import MAX_REPEAT, negate
+from grammar.frontends.unicode import ALL_CHARS, SURROGATES, codepoint_ranges_to_node
 
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")
 _ESCAPES = {"n": "\n", "r": "\r", "t": "\t", "\\": "\\", '"': '"', "[": "[", "]": "]", "-": "-", "^": "^",

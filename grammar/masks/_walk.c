@@ -1,16 +1,17 @@
-/* grammar._walk: one DFA state's token mask from a walk of the vocabulary trie, and byte runs
- * through the DFA.
+/* grammar.masks._walk: one DFA state's token mask from a walk of the vocabulary trie, and byte runs
+ * through the DFA (its Python reference, with the same functions: grammar/masks/walk_ref.py).
  *
- * A Tables object (one per vocabulary, made by grammar/masks.py) holds raw pointers into the
- * vocabulary's arrays, so a mask call looks nothing up by attribute: the flat trie
- * (grammar/trie.py FlatTrie: node i has its last byte, its depth, the index one past its subtree
- * `end` and the first sorted-token row of its subtree `lo`; lo[end[i]] is one past the last), the
- * token slices (grammar/slices.py) and the string-text tokens by first byte.  The DFA is
- * grammar/dfa.py's LazyDfa: rows of `trans` may still be UNKNOWN; the C row builder of
- * grammar/_dfa.c (reached through its capsule when the LazyDfa has one as `_core`) fills them
- * and hands back the tables' pointers, else `dfa.prepare(d)` (Python) does and the buffers are
- * fetched again.  The few steps that stay in Python (the UTF-8 upgrade of a text state, a bounded
- * slice's words) are method calls on the LazyDfa and the Vocabulary passed to each call.
+ * A Tables object (one per vocabulary, made by grammar/masks/tables.py) holds raw pointers into
+ * the vocabulary's arrays, so a mask call looks nothing up by attribute: the flat trie
+ * (grammar/masks/trie.py FlatTrie: node i has its last byte, its depth, the index one past its
+ * subtree `end` and the first sorted-token row of its subtree `lo`; lo[end[i]] is one past the
+ * last), the token slices (grammar/masks/slices.py) and the string-text tokens by first byte.  The
+ * DFA is grammar/automaton/dfa.py's LazyDfa: rows of `trans` may still be UNKNOWN; the C row
+ * builder of grammar/automaton/_dfa.c (reached through its capsule when the LazyDfa's `builder` is
+ * one) fills them and hands back the tables' pointers, else `dfa.prepare(d)` (Python) does and
+ * the buffers are fetched again.  The few steps that stay in Python (the UTF-8 upgrade of a text
+ * state, a bounded slice's words) are method calls on the LazyDfa and on the token index
+ * (grammar/masks/index.py) passed to each call as `vocab`.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -19,39 +20,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define UNKNOWN (-2)
-#define SLICE_UNKNOWN (-2)
-#define FLAG_CALLS 1
-#define FLAG_FINAL 2
+#include "grammar_core.h"
+#include "vec.h"
+
 #define STACK_DEPTH 1024  /* tries at most this deep keep the walk's per-depth arrays on the C stack */
 #define MAX_UPTO 65       /* bounded absorb lengths whose slice words are kept */
-#define UNBOUNDED (1 << 30)  /* absorb length of a state looping on its slice (grammar/dfa.py) */
 
-/* ---- the DFA: grammar._dfa's C API (the same structs as there) ---- */
-
-typedef struct {
-    const int32_t *trans;
-    const uint8_t *flags;
-    const int16_t *slice_of;
-    const int32_t *absorb, *dominant;
-    Py_ssize_t num_states;
-} DfaTables;
-
-typedef struct {
-    int (*row)(PyObject *builder, PyObject *dfa, long d);      /* 1: tables were reallocated */
-    int (*prepare)(PyObject *builder, PyObject *dfa, long d);  /* the same, also slice and absorb */
-    PyTypeObject *type;
-    int (*tables)(PyObject *builder, PyObject *dfa, DfaTables *out);
-    int (*upgrade)(PyObject *builder, PyObject *dfa, long d, long *sid);
-    int (*utf8_to)(PyObject *builder, PyObject *dfa, long d, long target, long *ok);
-} DfaApi;
+/* ---- the DFA: grammar.automaton._dfa's C API (grammar/include/grammar_core.h) ---- */
 
 static const DfaApi *dfa_api(void) {
     static const DfaApi *api = NULL;
     static int tried = 0;
     if (!tried) {
         tried = 1;
-        api = PyCapsule_Import("grammar._dfa._C_API", 0);
+        api = PyCapsule_Import(DFA_CAPSULE, 0);
         if (!api) PyErr_Clear();  /* not built: rows come from Python */
     }
     return api;
@@ -118,7 +100,7 @@ static int dfa_open(Dfa *d, PyObject *dfa) {
     d->api = dfa_api();
     if (d->api) {
         static PyObject *name = NULL;
-        if (!name && !(name = PyUnicode_InternFromString("_core"))) return -1;
+        if (!name && !(name = PyUnicode_InternFromString("builder"))) return -1;
         PyObject *core = PyObject_GetAttr(dfa, name);
         if (!core) PyErr_Clear();
         else if (Py_TYPE(core) == d->api->type) d->core = core;
@@ -474,7 +456,6 @@ static int slice_words(Tables *tb, Dfa *d, PyObject *vocab, int s, long absorb, 
 
 /* ---- the walk ---- */
 
-#include "_vec.h"
 
 /* Push the escape (position, state, node) unless it is the last one pushed: the sibling
  * subtrees that die below one escape come one after another. */
@@ -978,8 +959,6 @@ fail:
 
 /* ---- escapes against the stack: the general mask path (grammar/masks.py compute_mask) ---- */
 
-#define MAX_STACK 128     /* grammar/pda.py MAX_STACK: calls past this depth are not taken */
-#define MAX_CONFIGS 4096  /* grammar/pda.py MAX_CONFIGS: an expansion stops growing here */
 
 /* A map of int32 triples to an int32, open addressing; an entry counts only in the map's current
  * generation, so a new generation empties it in O(1) (an expansion's visited set, reused). */
@@ -1392,7 +1371,7 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_walk", "Token-trie walk and DFA byte runs.", -1, methods};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_walk", "Token-trie walk and DFA byte runs (grammar/masks/_walk.c).", -1, methods};
 
 PyMODINIT_FUNC PyInit__walk(void) {
     if (PyType_Ready(&TablesType) < 0) return NULL;
@@ -1400,5 +1379,6 @@ PyMODINIT_FUNC PyInit__walk(void) {
     if (!m) return NULL;
     Py_INCREF(&TablesType);
     if (PyModule_AddObject(m, "Tables", (PyObject *)&TablesType) < 0) { Py_DECREF(&TablesType); Py_DECREF(m); return NULL; }
+    if (add_core_constants(m) < 0) { Py_DECREF(m); return NULL; }
     return m;
 }

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from grammar.slices import UTF8_BAD, TokenSlice
-from grammar.trie import build_trie, flatten_trie
+from grammar.masks.slices import UTF8_BAD, TokenSlice
+from grammar.masks.trie import build_trie, flatten_trie
 
 if TYPE_CHECKING:
     from grammar.vocab import Vocabulary

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from grammar.ir import NOTHING, GrammarError, Graph, Node, node_size
-from grammar.json_merge import ANNOTATIONS, ONE_OF_REQUIRED
+from grammar.frontends.json_merge import ANNOTATIONS, ONE_OF_REQUIRED
 
 MAX_INVOLVED = 12  # properties a rule may mention: the graph has up to 2**MAX_INVOLVED sets per member
 MAX_PRESENCE_SIZE = 20_000  # NFA states the copies of members may take
