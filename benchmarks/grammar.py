@@ -74,6 +74,7 @@ class Ours:
 
         self.g = grammar
         self.vocab = grammar.Vocabulary.from_tokenizer(tokenizer)
+        grammar.prepare(self.vocab)  # the mask tables, with the rest of the per-tokenizer set-up
         self.bitmask = grammar.allocate_bitmask(1, self.vocab)
 
     def compile(self, schema: dict) -> Any:

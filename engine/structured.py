@@ -71,7 +71,9 @@ def build_vocabulary(tokenizer, vocab_size: int, eos_token_ids: list[int]):
     """The grammar vocabulary of `tokenizer`, padded to the model's `vocab_size`, with every EOS id of the model."""
     import grammar
 
-    return grammar.Vocabulary.from_tokenizer(tokenizer, vocab_size=vocab_size, extra_eos=list(eos_token_ids))
+    vocab = grammar.Vocabulary.from_tokenizer(tokenizer, vocab_size=vocab_size, extra_eos=list(eos_token_ids))
+    grammar.prepare(vocab)  # the mask tables (about half a second on a 262k vocabulary), here rather than in a request
+    return vocab
 
 
 class GrammarChecker:

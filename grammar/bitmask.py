@@ -1,7 +1,10 @@
-"""Token bitmask tensors: allocation and application to logits (torch)."""
+"""Token bitmask tensors: allocation, application to logits (torch), and numpy views of them for writing rows."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
 import torch
 
 from grammar.vocab import Vocabulary
@@ -26,3 +29,25 @@ def apply_bitmask(logits: torch.Tensor, bitmask: torch.Tensor) -> None:
     """Set logits of disallowed tokens to -inf in place; logits [batch, vocab], bitmask [batch, words]."""
     allowed = unpack_bitmask(bitmask.to(logits.device), logits.shape[-1])  # [batch, vocab]
     logits.masked_fill_(~allowed, float("-inf"))
+
+
+class BitmaskViews:
+    """The numpy view of the last CPU bitmask tensor a matcher filled (an engine fills the rows of
+    one tensor per step, one matcher per row): rows are written through it without a tensor round
+    trip. One per vocabulary (grammar/compiler.py), shared by its grammars' matchers."""
+
+    __slots__ = ("_last",)
+
+    def __init__(self) -> None:
+        self._last: tuple[Any, np.ndarray] | None = None  # (bitmask tensor, its numpy view)
+
+    def view(self, bitmask: torch.Tensor) -> np.ndarray | None:
+        """A numpy view of `bitmask` (None on an accelerator)."""
+        hit = self._last
+        if hit is not None and hit[0] is bitmask:
+            return hit[1]
+        if bitmask.device.type != "cpu":
+            return None
+        view = bitmask.numpy()
+        self._last = (bitmask, view)
+        return view

@@ -6,10 +6,6 @@ from dataclasses import dataclass, field
 from typing import Union
 
 
-class GrammarError(ValueError):
-    """Raised at compile time for an invalid or unsupported grammar; says what and where."""
-
-
 @dataclass(frozen=True, slots=True)
 class Bytes:
     """One byte from a set given as inclusive (lo, hi) ranges."""

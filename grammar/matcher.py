@@ -2,11 +2,30 @@
 
 from __future__ import annotations
 
+from typing import Protocol
+
+import numpy as np
 import torch
 
-from grammar.compiled import CompiledGrammar
-from grammar.masks.walk import dense, write_row
 from grammar.automaton.pda import States
+from grammar.bitmask import BitmaskViews
+from grammar.masks.words import Words, dense, write_row
+from grammar.vocab import Vocabulary
+
+
+class Compiled(Protocol):
+    """What a Matcher reads of its grammar (grammar/compiled.py CompiledGrammar)."""
+
+    vocab: Vocabulary
+    views: BitmaskViews
+    initial: States
+    masks: dict[States, Words]
+
+    def fill(self, configs: States, rows: np.ndarray, row: int) -> None: ...
+    def mask(self, configs: States) -> np.ndarray: ...
+    def advance(self, configs: States, data: bytes) -> States: ...
+    def is_complete(self, configs: States) -> bool: ...
+    def token_allowed(self, configs: States, token_id: int) -> bool | None: ...
 
 
 class Matcher:
@@ -19,7 +38,7 @@ class Matcher:
 
     __slots__ = ("grammar", "_history", "_terminated")
 
-    def __init__(self, grammar: CompiledGrammar) -> None:
+    def __init__(self, grammar: Compiled) -> None:
         self.grammar = grammar
         self._history: list[States] = [grammar.initial]
         self._terminated = False
@@ -31,11 +50,11 @@ class Matcher:
     def fill_bitmask(self, bitmask: torch.Tensor, row: int = 0) -> None:
         """Write the allowed next tokens into `bitmask[row]` (only EOS once terminated)."""
         g = self.grammar
-        view = g.vocab.bitmask_view(bitmask)
+        view = g.views.view(bitmask)
         if self._terminated:
             words = g.vocab.eos_words
         else:
-            words = g._masks.get(self._history[-1])
+            words = g.masks.get(self._history[-1])
             if words is None:
                 if view is not None:
                     g.fill(self._history[-1], view, row)

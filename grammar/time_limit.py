@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from grammar.ir import GrammarError
+from grammar.errors import GrammarError
 
 _local = threading.local()
 

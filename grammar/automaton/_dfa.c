@@ -32,11 +32,6 @@ static inline int vec_push(Vec *v, int32_t x) {
     return 0;
 }
 
-typedef struct {
-    uint64_t bits[4];
-    int sid;
-} SliceKey;
-
 #define MAX_SEQS 16
 typedef struct {
     uint8_t lo[4], hi[4];
@@ -61,10 +56,8 @@ typedef struct {
     Py_ssize_t num_states, states_cap;
     int32_t *table;                 /* open addressing: dstate + 1, 0 empty */
     Py_ssize_t table_cap;
-    SliceKey *slices;
-    Py_ssize_t num_slices;
     int has_slicer, max_absorb;
-    uint64_t (*canon)[4];           /* the slicer in C (set_slices): the first of these sets inside */
+    uint64_t (*canon)[4];           /* set_slices: a state's slice is the first of these byte sets inside its set */
     int num_canon;
     int utf8_ascii, utf8_text, utf8_runs;  /* set_utf8: ascii -1 = no upgrade */
     Seq seqs[MAX_SEQS];
@@ -466,30 +459,13 @@ static inline int ensure_row(Builder *b, int32_t d) {
 
 /* ---- slices ---- */
 
+/* The first of the set_slices sets that lies inside `bits`, else NO_SLICE (none set: no slices). */
 static int slice_of_set(Builder *b, const uint64_t bits[4]) {
-    if (b->canon) {
-        for (int k = 0; k < b->num_canon; k++)
-            if (!(b->canon[k][0] & ~bits[0]) && !(b->canon[k][1] & ~bits[1]) && !(b->canon[k][2] & ~bits[2])
-                && !(b->canon[k][3] & ~bits[3]))
-                return k;
-        return NO_SLICE;
-    }
-    for (Py_ssize_t i = 0; i < b->num_slices; i++)
-        if (!memcmp(b->slices[i].bits, bits, sizeof(uint64_t) * 4)) return b->slices[i].sid;
-    char set[256];
-    for (int c = 0; c < 256; c++) set[c] = (char)((bits[c >> 6] >> (c & 63)) & 1);
-    PyObject *r = PyObject_CallMethod(b->dfa, "_slice_bytes", "y#", set, (Py_ssize_t)256);
-    if (!r) return -2;
-    long sid = PyLong_AsLong(r);
-    Py_DECREF(r);
-    if (sid == -1 && PyErr_Occurred()) return -2;
-    SliceKey *p = realloc(b->slices, (b->num_slices + 1) * sizeof(SliceKey));
-    if (!p) { PyErr_NoMemory(); return -2; }
-    b->slices = p;
-    memcpy(p[b->num_slices].bits, bits, sizeof(uint64_t) * 4);
-    p[b->num_slices].sid = (int)sid;
-    b->num_slices++;
-    return (int)sid;
+    for (int k = 0; k < b->num_canon; k++)
+        if (!(b->canon[k][0] & ~bits[0]) && !(b->canon[k][1] & ~bits[1]) && !(b->canon[k][2] & ~bits[2])
+            && !(b->canon[k][3] & ~bits[3]))
+            return k;
+    return NO_SLICE;
 }
 
 /* (slice id, target) of d: a vocabulary slice whose bytes all lead from d to one target. */
@@ -503,7 +479,6 @@ static int slice_step(Builder *b, int32_t d, int32_t *sid, int32_t *target) {
             for (int c = 0; c < 256; c++)
                 if (row[c] == t) bits[c >> 6] |= 1ull << (c & 63);
             s = slice_of_set(b, bits);
-            if (s == -2) return -1;
             nt = t;
         }
         b->sn_sid[d] = s;
@@ -548,7 +523,7 @@ static int compute_absorb(Builder *b, int32_t d) {
 
 /* ---- UTF-8 characters through the DFA ---- */
 
-/* sequences: a tuple of tuples of (lo, hi) byte ranges (grammar/slices.py UTF8_SEQUENCES). */
+/* sequences: a tuple of tuples of (lo, hi) byte ranges (grammar/automaton/constants.py UTF8_SEQUENCES). */
 static int parse_seqs(PyObject *seqs, Seq *out, int *num) {
     if (!PyTuple_Check(seqs) || PyTuple_GET_SIZE(seqs) > MAX_SEQS) { PyErr_SetString(PyExc_ValueError, "sequences"); return -1; }
     for (Py_ssize_t q = 0; q < PyTuple_GET_SIZE(seqs); q++) {
@@ -616,7 +591,7 @@ static int utf8_to(Builder *b, int32_t d, int32_t target) {
     return ok;
 }
 
-/* grammar/dfa.py LazyDfa.upgrade_to_utf8 in C (the same steps in the same order): the slice of
+/* grammar/automaton/dfa_ref.py upgrade_to_utf8 in C (the same steps in the same order): the slice of
  * d, first widened to string text with UTF-8 characters when every character takes d where a
  * text byte does (a loop, or each step of a bounded run with utf8_runs). */
 static int upgrade(Builder *b, int32_t d, int32_t *out) {
@@ -874,8 +849,8 @@ static PyObject *py_set_utf8(Builder *b, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* set_slices(sets): the slicer in C, the id of the first byte set (32-byte bitsets, bit c of byte
- * c >> 3) that lies inside a state's set, else -1; instead of calling dfa._slice_bytes. */
+/* set_slices(sets): a state's slice is the id of the first of these byte sets (32-byte bitsets, bit c
+ * of byte c >> 3) that lies inside the set of bytes leading to its dominant target, else -1. */
 static PyObject *py_set_slices(Builder *b, PyObject *arg) {
     Py_buffer v;
     if (PyObject_GetBuffer(arg, &v, PyBUF_C_CONTIGUOUS) < 0) return NULL;
@@ -944,7 +919,7 @@ static void builder_dealloc(Builder *b) {
     free(b->nfa_final); free(b->cl_off); free(b->cl_len); free(b->single); free(b->mark_a); free(b->mark_b);
     free(b->cl_pool.data); free(b->set_pool.data); free(b->scratch.data); free(b->todo.data); free(b->edge_buf.data);
     free(b->set_off); free(b->set_len); free(b->sn_sid); free(b->sn_target); free(b->set_hash);
-    free(b->table); free(b->slices); free(b->canon);
+    free(b->table); free(b->canon);
     free(b->utf8_target); free(b->utf8_ok); free(b->utf8_checked);
     Py_TYPE(b)->tp_free((PyObject *)b);
 }
@@ -968,10 +943,10 @@ static PyMethodDef builder_methods[] = {
 
 static PyTypeObject BuilderType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "grammar._dfa.Builder",
+    .tp_name = "grammar.automaton._dfa.Builder",
     .tp_basicsize = sizeof(Builder),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Builder(byte_edges, eps, calls, rule_final, has_slicer, max_absorb): DFA rows of one NFA.",
+    .tp_doc = "Builder(byte_edges, eps, calls, rule_final, has_slicer, max_absorb): DFA rows of one NFA (slices from set_slices).",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)builder_init,
     .tp_dealloc = (destructor)builder_dealloc,

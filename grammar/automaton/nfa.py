@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from grammar.ir import Alt, Bytes, Grammar, GrammarError, Graph, Node, Ref, Repeat, Seq, node_size
+from grammar.errors import GrammarError
+from grammar.ir import Alt, Bytes, Grammar, Graph, Node, Ref, Repeat, Seq, node_size
 from grammar.time_limit import check_time_limit
 
 HOIST_MIN_SIZE = 150     # a repeated item at least this big becomes its own called rule...

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+from grammar.automaton.constants import MAX_CONFIGS, MAX_STACK
 from grammar.automaton.dfa import LazyDfa
 
 Config = tuple[tuple[int, ...], int]   # (stack of return dstates, current dstate)
 States = frozenset[Config]
-MAX_STACK = 128
-MAX_CONFIGS = 4096
 
 
 def expand(dfa: LazyDfa, configs: States) -> set[Config]:

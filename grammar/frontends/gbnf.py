@@ -10,7 +10,8 @@ after `::=` or `|`.
 
 from __future__ import annotations
 
-from grammar.ir import EMPTY, Grammar, GrammarError, Node, Ref, Repeat, alt, lit, merge_ranges, seq, subtract_ranges
+from grammar.errors import GrammarError
+from grammar.ir import EMPTY, Grammar, Node, Ref, Repeat, alt, lit, merge_ranges, seq, subtract_ranges
 from grammar.frontends.lark import check_left_recursion
 from grammar.frontends.regex import MAX_REPEAT, negate
 from grammar.frontends.unicode import ALL_CHARS, SURROGATES, codepoint_ranges_to_node

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import unquote
 
-from grammar.ir import GrammarError
+from grammar.errors import GrammarError
 from grammar.frontends.json_closed import closes_object
 
 ANNOTATIONS = frozenset({
@@ -261,7 +261,7 @@ def required_only(root: Any, branches: list[Any]) -> list[list[str]] | None:
 
 def one_of_disjoint(root: Any, branches: list[Any], rest: dict[str, Any], where: str, strict: bool = False) -> bool:
     """True when at most one branch can match any instance (types, values, object discriminators);
-    `strict`: objects as strict mode closes them (grammar/json_closed.py)."""
+    `strict`: objects as strict mode closes them (grammar/frontends/json_closed.py)."""
     infos = []
     for i, branch in enumerate(branches):
         info = _branch(root, {"allOf": [rest, branch]} if rest else branch, f"{where}/{i}")

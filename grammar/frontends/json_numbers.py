@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 
-from grammar.ir import EMPTY, Bytes, GrammarError, Graph, Node, Repeat, alt, lit, opt, seq, star
+from grammar.errors import GrammarError
+from grammar.ir import EMPTY, Bytes, Graph, Node, Repeat, alt, lit, opt, seq, star
 
 DIGIT = Bytes(((48, 57),))
 NONZERO = Bytes(((49, 57),))

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from grammar.ir import EMPTY, NOTHING, GrammarError, Graph, Node, Repeat, alt, lit, node_size, opt, seq
+from grammar.errors import GrammarError
+from grammar.ir import EMPTY, NOTHING, Graph, Node, Repeat, alt, lit, node_size, opt, seq
 from grammar.frontends.json_closed import closes_object, closes_tuple
 from grammar.frontends.json_presence import check_declared, escape, presence_graph, presence_rule
 from grammar.frontends.json_text import json_char, key_excluding, quoted
@@ -14,8 +15,15 @@ from grammar.frontends.regex import regex_to_node
 
 MAX_COUNTED_SIZE = 20_000  # NFA states the copies of counted members may take
 
-if TYPE_CHECKING:
-    from grammar.frontends.json_schema import SchemaCompiler
+
+class SchemaCompiler(Protocol):
+    """What objects and arrays need of grammar/frontends/json_schema.py's SchemaCompiler."""
+
+    ws: Node  # whitespace between tokens
+    char: Node  # any string character
+    strict: bool  # close objects and tuples (grammar/frontends/json_closed.py)
+
+    def node(self, schema: Any, where: str) -> Node: ...
 
 
 def _count(schema: dict[str, Any], key: str, where: str) -> int | None:
@@ -29,7 +37,7 @@ def _count(schema: dict[str, Any], key: str, where: str) -> int | None:
     return value
 
 
-def object_node(sc: "SchemaCompiler", schema: dict[str, Any], where: str) -> Node:
+def object_node(sc: SchemaCompiler, schema: dict[str, Any], where: str) -> Node:
     """`{` members `}` with declared properties in order, then additional ones if allowed."""
     props = schema.get("properties", {})
     if not isinstance(props, dict):
@@ -195,7 +203,7 @@ def _counted_members_graph(members: list[tuple[Node, bool]], extra: Node | None,
 
 
 
-def array_node(sc: "SchemaCompiler", schema: dict[str, Any], where: str) -> Node:
+def array_node(sc: SchemaCompiler, schema: dict[str, Any], where: str) -> Node:
     """`[` elements `]`: prefix items by position, then `items`, within min/maxItems."""
     items = schema.get("items")
     prefix = schema.get("prefixItems")

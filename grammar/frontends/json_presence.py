@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from grammar.ir import NOTHING, GrammarError, Graph, Node, node_size
+from grammar.errors import GrammarError
+from grammar.ir import NOTHING, Graph, Node, node_size
 from grammar.frontends.json_merge import ANNOTATIONS, ONE_OF_REQUIRED
 
 MAX_INVOLVED = 12  # properties a rule may mention: the graph has up to 2**MAX_INVOLVED sets per member

@@ -6,7 +6,8 @@ import json
 import math
 from typing import Any
 
-from grammar.ir import NOTHING, Grammar, GrammarError, Node, Ref, alt, lit
+from grammar.errors import GrammarError
+from grammar.ir import NOTHING, Grammar, Node, Ref, alt, lit
 from grammar.frontends.json_merge import (ANNOTATIONS, ONE_OF_REQUIRED, check_keywords, merge_all, one_of_disjoint,
                                  required_only, resolve_pointer)
 from grammar.frontends.json_closed import closed_copy
@@ -27,7 +28,7 @@ TYPE_KEYWORDS = {
 
 class SchemaCompiler:
     """Compiles one JSON Schema document; rules are created per `$ref` target (recursion-safe).
-    `strict` closes objects and tuples that do not say they are open (grammar/json_closed.py)."""
+    `strict` closes objects and tuples that do not say they are open (grammar/frontends/json_closed.py)."""
 
     def __init__(self, root: Any, whitespace_mode: str, strict: bool = False) -> None:
         self.root = root

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from grammar.ir import EMPTY, Bytes, Grammar, GrammarError, Graph, Node, Ref, Repeat, alt, byte_set, lit, merge_ranges, opt, seq, star, subtract_ranges
+from grammar.errors import GrammarError
+from grammar.ir import EMPTY, Bytes, Grammar, Graph, Node, Ref, Repeat, alt, byte_set, lit, merge_ranges, opt, seq, star, subtract_ranges
 from grammar.frontends.json_numbers import number_node
 from grammar.frontends.regex import Ranges, regex_to_node
 from grammar.frontends.unicode import ALL_CHARS, codepoint_ranges_to_node

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 
-from grammar.ir import EMPTY, Alt, Grammar, GrammarError, Node, Ref, Repeat, Seq, alt, lit, opt, seq, star
+from grammar.errors import GrammarError
+from grammar.ir import EMPTY, Alt, Grammar, Node, Ref, Repeat, Seq, alt, lit, opt, seq, star
 from grammar.frontends.regex import regex_to_node
 
 _TOKEN = re.compile(r"""

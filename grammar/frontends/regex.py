@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from grammar.ir import EMPTY, GrammarError, Node, Repeat, alt, merge_ranges, seq, subtract_ranges
+from grammar.errors import GrammarError
+from grammar.ir import EMPTY, Node, Repeat, alt, merge_ranges, seq, subtract_ranges
 from grammar.frontends.unicode import ALL_CHARS, codepoint_ranges_to_node
 
 Ranges = tuple[tuple[int, int], ...]

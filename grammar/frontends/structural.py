@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from grammar.ir import Alt, Grammar, GrammarError, Graph, Node, Ref, Repeat, Seq, alt, lit, opt, seq
+from grammar.errors import GrammarError
+from grammar.ir import Alt, Grammar, Graph, Node, Ref, Repeat, Seq, alt, lit, opt, seq
 from grammar.frontends.json_schema import compile_schema_to_grammar
 from grammar.frontends.text_scan import scan_states
 from grammar.frontends.xml_params import xml_params_grammar
@@ -86,7 +87,7 @@ def _text_graph(calls: list[tuple[bytes, Node]], min_calls: int, max_calls: int 
 
 def structural_to_grammar(spec: dict[str, Any], strict: bool = False) -> Grammar:
     """The grammar of a structural tag spec (grammar/__init__.py); `strict` closes the objects and
-    tuples of the calls' schemas (grammar/json_closed.py)."""
+    tuples of the calls' schemas (grammar/frontends/json_closed.py)."""
     if not isinstance(spec, dict):
         raise GrammarError("structural tag spec must be a dict")
     known = {"alternatives", "separator", "allow_free_text", "min_calls", "max_calls", "whitespace"}

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from grammar.ir import EMPTY, NOTHING, GrammarError, Node, alt, lit, opt, seq
+from grammar.errors import GrammarError
+from grammar.ir import EMPTY, NOTHING, Node, alt, lit, opt, seq
 from grammar.frontends.json_merge import ANNOTATIONS
 from grammar.frontends.json_schema import SchemaCompiler
 from grammar.frontends.text_scan import text_until
@@ -22,7 +23,7 @@ STRING_ONLY_KEYS = frozenset({"type", "enum", "const"})  # string keywords a raw
 
 def xml_params_grammar(schema: Any, begin: str, end: str, where: str, strict: bool = False):
     """A grammar of the parameters of one call (start rule: the parameters, no call framing);
-    `strict` closes the objects and tuples inside parameter values (grammar/json_closed.py)."""
+    `strict` closes the objects and tuples inside parameter values (grammar/frontends/json_closed.py)."""
     sc = SchemaCompiler(schema, "compact", strict)
     return sc.finish(xml_params_node(sc, schema, begin, end, where))
 

@@ -1,4 +1,4 @@
-/* A growable int32 array for the grammar's C extensions (grammar/_dfa.c, grammar/_walk.c). */
+/* A growable int32 array for the grammar's C extensions (grammar/automaton/_dfa.c, grammar/masks/_walk.c). */
 #ifndef GRAMMAR_VEC_H
 #define GRAMMAR_VEC_H
 

@@ -1,7 +1,7 @@
 /* grammar.masks._walk: one DFA state's token mask from a walk of the vocabulary trie, and byte runs
  * through the DFA (its Python reference, with the same functions: grammar/masks/walk_ref.py).
  *
- * A Tables object (one per vocabulary, made by grammar/masks/tables.py) holds raw pointers into
+ * A Tables object (one per vocabulary, made by grammar/masks/index.py) holds raw pointers into
  * the vocabulary's arrays, so a mask call looks nothing up by attribute: the flat trie
  * (grammar/masks/trie.py FlatTrie: node i has its last byte, its depth, the index one past its
  * subtree `end` and the first sorted-token row of its subtree `lo`; lo[end[i]] is one past the
@@ -149,7 +149,7 @@ static int dfa_call(Dfa *d, const char *method, int nargs, long a, long b, long 
 
 /* ---- the vocabulary's tables ---- */
 
-/* A token trie in flat DFS order (grammar/trie.py FlatTrie) and each node's children side by side. */
+/* A token trie in flat DFS order (grammar/masks/trie.py FlatTrie) and each node's children side by side. */
 typedef struct {
     const uint8_t *tbyte;
     const int32_t *tdepth, *tend, *tlo, *ids, *theight;
@@ -173,7 +173,7 @@ typedef struct {
                                      * some, [2] those of [1] with an ASCII first byte, keyed by it
                                      * and then the rest, [3] those of [1] keyed by the number of
                                      * characters of that prefix (a byte) and then the rest
-                                     * (num_nodes -1: none; grammar/rest_trie.py) */
+                                     * (num_nodes -1: none; grammar/masks/rest_trie.py) */
     int32_t keyed_child[128];       /* the node of rest[2] for first byte b, or -1 */
     int32_t run_child[256];         /* the node of rest[3] for a prefix of j characters, or -1 */
     const uint8_t *run_max;         /* per trie node: the most characters of such a prefix below it
@@ -378,7 +378,7 @@ static int tables_rests(Tables *tb, PyObject *rests) {
     return rc;
 }
 
-/* Tables(num_words, trie, slices, text[, rests]): see grammar/masks.py `walk_tables` for the fields. */
+/* Tables(num_words, trie, slices, text[, rests]): see grammar/masks/index.py `_walk_tables` for the fields. */
 static int tables_init(Tables *tb, PyObject *args, PyObject *kw) {
     PyObject *trie, *slices, *text, *rests = NULL;
     Py_ssize_t num_words;
@@ -709,7 +709,7 @@ static int walk_trie(Tables *tb, const Trie *tr, int plain, Dfa *d, long from, P
     return 0;
 }
 
-#define MAX_RUN_CHAIN 255  /* the longest bounded run followed state by state (grammar/masks.py MAX_RUN is 16) */
+#define MAX_RUN_CHAIN 255  /* the longest bounded run followed state by state (grammar/masks/index.py MAX_RUN is 16) */
 
 /* The states of the bounded run of s's slice, k characters, each to the dominant target:
  * chain[0] = s .. chain[k], their rows built.  1: followed; 0: the run has no dominant target
@@ -957,7 +957,7 @@ fail:
     return result;
 }
 
-/* ---- escapes against the stack: the general mask path (grammar/masks.py compute_mask) ---- */
+/* ---- escapes against the stack: the general mask path (grammar/masks/state_masks.py compute_mask) ---- */
 
 
 /* A map of int32 triples to an int32, open addressing; an entry counts only in the map's current
@@ -1076,7 +1076,7 @@ static int32_t calls_of(Resolver *r, int32_t s) {
 }
 
 /* r->configs = the configurations reachable from (k, s) without a byte: returns from final
- * states, calls (grammar/pda.py expand, with its limits). */
+ * states, calls (grammar/automaton/pda.py expand, with its limits). */
 static int expand_c(Resolver *r, int32_t k, int32_t s) {
     int added;
     r->visit.gen++;
@@ -1167,7 +1167,7 @@ static int queue_escapes(Resolver *r, PyObject *item) {
 /* resolve(tables, dfa, items, out) -> None: OR into out (int32 [num_words]) the tokens the
  * pushdown automaton accepts among the escapes of `items`, a list of (stack, escapes) — a
  * configuration's stack (a tuple of return states) and the int32 triples mask() returned for its
- * state.  The stack is followed in C: calls push, final states pop (grammar/pda.py expand). */
+ * state.  The stack is followed in C: calls push, final states pop (grammar/automaton/pda.py expand). */
 static PyObject *resolve(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 4 || Py_TYPE(args[0]) != &TablesType || !PyList_Check(args[2])) {
         PyErr_SetString(PyExc_TypeError, "resolve(tables, dfa, items: list, out)");
@@ -1229,7 +1229,7 @@ static PyObject *mask(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
 /* mask_ends(tables, dfa, vocab, state, nonempty, out) -> (mask()'s result, ends): mask() that also
  * returns the list of distinct states the allowed tokens end in (each token's own end state; for
  * a run a slice absorbs, the state where it starts), those of the longest tokens first: the next
- * token boundaries, likeliest first, for grammar/precompute.py. */
+ * token boundaries, likeliest first, for grammar/masks/precompute.py. */
 static PyObject *mask_ends(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 6 || Py_TYPE(args[0]) != &TablesType) {
         PyErr_SetString(PyExc_TypeError, "mask_ends(tables, dfa, vocab, state, nonempty, out)");
@@ -1243,7 +1243,7 @@ static PyObject *mask_ends(PyObject *self, PyObject *const *args, Py_ssize_t nar
 
 /* sparse(words, limit[, base]) -> None, or bytes of int32 pairs (position, value), in order, of
  * the words of the int32 array that differ from base (default all zero), when at most `limit`
- * do and every bit of base is set in words (grammar/masks.py kept). */
+ * do and every bit of base is set in words (grammar/masks/words.py kept). */
 static PyObject *sparse(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 2 && nargs != 3) { PyErr_SetString(PyExc_TypeError, "sparse(words, limit[, base])"); return NULL; }
     const Py_ssize_t limit = PyLong_AsSsize_t(args[1]);
@@ -1292,7 +1292,7 @@ done:
 }
 
 /* put(rows, row, pairs, base) -> None: rows[row] = base (None: zero) with the words of the int32
- * pairs (position, value) of `pairs` written over it: a SparseWords mask (grammar/masks.py). */
+ * pairs (position, value) of `pairs` written over it: a SparseWords mask (grammar/masks/words.py). */
 static PyObject *put(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 4) { PyErr_SetString(PyExc_TypeError, "put(rows, row, pairs, base)"); return NULL; }
     const Py_ssize_t row = PyLong_AsSsize_t(args[1]);

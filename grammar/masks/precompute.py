@@ -3,10 +3,9 @@
 A mask made lazily costs its step 5-30 us of trie walk plus the Python around it; made here it
 costs a dictionary hit (~2 us). Which states to make: the token boundaries nearest the start,
 breadth-first, those the longest tokens reach first — the walk of a state reports the states its
-allowed tokens end in (grammar/_walk.c `mask_ends`), and those are the states the next step's
+allowed tokens end in (the walk's `mask_ends`), and those are the states the next step's
 mask starts from. Bounded by a count and a time budget (the time to the first mask stays a few
-milliseconds); whatever is not made here is made on first use. Without the C walk nothing is
-made here.
+milliseconds); whatever is not made here is made on first use.
 """
 
 from __future__ import annotations
@@ -14,25 +13,25 @@ from __future__ import annotations
 import time
 from collections import deque
 
-from grammar.automaton.dfa import FLAG_CALLS, LazyDfa
-from grammar.masks.walk import _STOP, StateMask, Words, _state_mask, _walk, kept, scratch, slice_base, walk_tables
+from grammar.automaton.constants import FLAG_CALLS
+from grammar.automaton.dfa import LazyDfa
 from grammar.automaton.pda import States
-from grammar.vocab import Vocabulary
+from grammar.masks.index import TokenIndex
+from grammar.masks.state_masks import STOP, Key, StateMask, keep_walked
+from grammar.masks.words import Words, scratch
 
-Key = tuple[int, bool]  # (DFA state, whether the stack is non-empty), as the state mask cache keys it
 LIKELY_ENDS = 2  # a walk's end states (longest tokens first) taken ahead of the others
 
 
-def precompute_masks(dfa: LazyDfa, vocab: Vocabulary, state_masks: dict[Key, StateMask],
+def precompute_masks(dfa: LazyDfa, index: TokenIndex, state_masks: dict[Key, StateMask],
                      masks: dict[States, Words], max_states: int, budget_s: float) -> int:
     """Walk up to `max_states` states (about `budget_s` seconds) outward from the rule starts,
     filling `state_masks` and, for a state on the empty stack that needs no pushdown step, the
     whole-configuration cache `masks`; returns how many states were walked. The states the longest
     tokens end in go first (a tokenizer's merges make long tokens: `{"` + `name`, not `n` + `am`)."""
-    if _walk is None or max_states <= 0 or budget_s <= 0:
+    if max_states <= 0 or budget_s <= 0:
         return 0
-    tables = vocab.walk_tables or walk_tables(vocab)
-    words = scratch(vocab.num_words)
+    words = scratch(index.vocab.num_words)
     end = time.perf_counter() + budget_s
     starts = [(dfa.rule_start[0], False)] + [(s, True) for s in dfa.rule_start[1:]]
     likely: deque[Key] = deque(starts)  # breadth-first over the likeliest boundaries...
@@ -50,11 +49,11 @@ def precompute_masks(dfa: LazyDfa, vocab: Vocabulary, state_masks: dict[Key, Sta
         if key in state_masks:  # queued among the others, then among the likely ones
             continue
         d, nonempty = key
-        raw, ends = _walk.mask_ends(tables, dfa, vocab, d, nonempty, words)
-        sm = state_masks[key] = _state_mask(kept(words, slice_base(dfa, vocab, d)), raw)
+        raw, ends = index.walk.mask_ends(index.tables, dfa, index, d, nonempty, words)
+        sm = state_masks[key] = keep_walked(dfa, index, d, words, raw)
         done += 1
         flags = dfa.flags.item(d)
-        if not nonempty and not flags & _STOP and sm.stack_free():
+        if not nonempty and not flags & STOP and sm.stack_free():
             masks[frozenset((((), d),))] = sm.words
         first = [(t, nonempty) for t in ends[:LIKELY_ENDS]]
         dom = dfa.dominant.item(d)
@@ -72,6 +71,6 @@ def precompute_masks(dfa: LazyDfa, vocab: Vocabulary, state_masks: dict[Key, Sta
             if k not in in_likely and k not in in_other:
                 in_other.add(k)
                 other.append(k)
-        if done % 8 == 0 and time.perf_counter() > end:
+        if time.perf_counter() > end:
             break
     return done

@@ -1,5 +1,6 @@
-"""The C row builder (grammar/_dfa.c) against the Python one (grammar/dfa.py): the same automaton
-state by state (rows, flags, calls, dominant targets, slices, absorb lengths), and the same masks."""
+"""The C row builder (grammar/automaton/_dfa.c) against its Python reference (grammar/automaton/dfa_ref.py):
+the same automaton state by state (rows, flags, calls, dominant targets, slices, absorb lengths), and
+the same masks."""
 
 from __future__ import annotations
 
@@ -10,20 +11,21 @@ import numpy as np
 import pytest
 
 import grammar
-import grammar.masks.walk
 from grammar import compiled
+from grammar.automaton import dfa_ref
+from grammar.automaton.constants import UTF8_SEQUENCES
+from grammar.automaton.dfa import CBuilder, LazyDfa
+from grammar.automaton.nfa import build_nfa
 from grammar.compiled import CompiledGrammar
-from grammar.automaton.dfa import LazyDfa, _dfa
-from grammar.ir import Grammar
 from grammar.frontends.json_schema import compile_schema_to_grammar
 from grammar.frontends.lark import lark_to_grammar
-from grammar.automaton.nfa import build_nfa
 from grammar.frontends.regex import regex_to_node
-from grammar.masks.slices import UTF8_SEQUENCES
+from grammar.ir import Grammar
+from grammar.masks.index import c_walk
 
 from .conftest import byte_vocab
 
-needs_dfa_c = pytest.mark.skipif(_dfa is None, reason="grammar._dfa not built")
+needs_dfa_c = pytest.mark.skipif(CBuilder is None, reason="grammar.automaton._dfa not built")
 
 REGEXES = [
     r"[a-z]+|[a-f0-9]{2,5}|x",                       # overlapping ranges
@@ -45,8 +47,9 @@ LARKS = [
 
 def _pair(g: Grammar, vocab: grammar.Vocabulary) -> tuple[LazyDfa, LazyDfa]:
     nfa = build_nfa(g)
-    py = LazyDfa(nfa, vocab.canonical_slice, 16, use_c=False)
-    c = LazyDfa(nfa, vocab.canonical_slice, 16, use_c=True)
+    sets = grammar.compiler_for(vocab).index.slices.canonical_sets
+    py = LazyDfa(nfa, 16, sets, builder=dfa_ref.Builder)
+    c = LazyDfa(nfa, 16, sets, builder=CBuilder)
     return py, c
 
 
@@ -56,7 +59,7 @@ def _same_state(py: LazyDfa, c: LazyDfa, d: int) -> None:
     for name in ("flags", "is_final", "has_calls", "dominant", "slice_of", "absorb"):
         assert getattr(py, name)[d] == getattr(c, name)[d], (name, d)
     assert py.calls(d) == c.calls(d), d
-    assert py._slice_step(d) == c._slice_step(d), d
+    assert py.slice_step(d) == c.slice_step(d), d
 
 
 def _compare(py: LazyDfa, c: LazyDfa, max_states: int = 3000) -> int:
@@ -154,7 +157,7 @@ def test_utf8_sequences_agree_on_text_loops():
     _compare(py, c)
     for d in range(py.num_states):
         for t in range(py.num_states):
-            assert py.utf8_to(d, t) == c.utf8_to(d, t) == py._utf8_to(d, t)
+            assert py.utf8_to(d, t) == c.utf8_to(d, t) == py.builder.utf8_to(py, d, t, UTF8_SEQUENCES)
     assert c.builder.utf8_to(c, 0, 0, UTF8_SEQUENCES) in (True, False)
 
 
@@ -170,20 +173,19 @@ UTF8_SCHEMAS = [
 @pytest.mark.parametrize("runs", [False, True])
 @pytest.mark.parametrize("schema", UTF8_SCHEMAS)
 def test_utf8_upgrade_and_slicer_in_c_agree(schema, runs):
-    """The builder's upgrade_to_utf8 and its slicer from byte sets (set_slices) against the Python
-    path with the vocabulary's slicer: the same slices, state by state, and the same state ids."""
+    """The builders' upgrade_to_utf8 and their slices from byte sets (set_slices): the same
+    slices, state by state, and the same state ids."""
     vocab = byte_vocab()
-    nfa = build_nfa(compile_schema_to_grammar(schema, "compact"))
-    py = LazyDfa(nfa, vocab.canonical_slice, 16, use_c=False)
-    c = LazyDfa(nfa, vocab.canonical_slice, 16, use_c=True, slice_sets=vocab.canonical_sets)
+    py, c = _pair(compile_schema_to_grammar(schema, "compact"), vocab)
+    text_slice = grammar.compiler_for(vocab).index.slices.utf8_text_slice
     for dfa in (py, c):
-        dfa.utf8_upgrade, dfa.utf8_runs = (0, vocab.utf8_text_slice), runs
+        dfa.set_utf8(0, text_slice, runs)
     upgraded = 0
     d = 0
     while d < min(py.num_states, 1500):
         assert py.upgrade_to_utf8(d) == c.upgrade_to_utf8(d), d
         assert py.num_states == c.num_states
-        upgraded += py.slice_of[d] == vocab.utf8_text_slice
+        upgraded += py.slice_of[d] == text_slice
         _same_state(py, c, d)
         d += 1
     if "additionalProperties" in schema:  # free string text loops: upgraded
@@ -193,7 +195,9 @@ def test_utf8_upgrade_and_slicer_in_c_agree(schema, runs):
 @needs_dfa_c
 def test_builder_rejects_bad_input():
     with pytest.raises(ValueError):
-        _dfa.Builder([[]], [[], []], [[]], [], False, 16)
+        CBuilder([[]], [[], []], [[]], [], False, 16)
+    with pytest.raises(ValueError):
+        dfa_ref.Builder([[]], [[], []], [[]], [], False, 16)
     py, c = _pair(Grammar({"start": regex_to_node("ab")}), byte_vocab())
     with pytest.raises(IndexError):
         c.builder.row(c, 10_000)
@@ -218,10 +222,10 @@ def _python_rows(g: CompiledGrammar, warmed: int) -> CompiledGrammar:
     the C-built grammar compared with warmed in its time budget) built first, and no masks made
     yet (a mask made at compile time is compared with one made on first use)."""
     c = g.dfa
-    g.dfa = LazyDfa(g.nfa, c.slicer, c.max_absorb, use_c=False)
+    g.dfa = LazyDfa(g.nfa, c.max_absorb, g.index.slices.canonical_sets, builder=dfa_ref.Builder)
     g._state_masks.clear()  # masks made at compile time belong to the replaced DFA
-    g._masks.clear()
-    g.dfa.utf8_upgrade, g.dfa.utf8_runs = c.utf8_upgrade, c.utf8_runs
+    g.masks.clear()
+    g.dfa.set_utf8(0, g.index.slices.utf8_text_slice, g.index.trie.num_non_ascii >= compiled.UTF8_RUN_TOKENS)
     assert g.dfa.warm(warmed, float("inf")) == warmed
     return g
 
@@ -235,9 +239,10 @@ def test_real_tokenizer_masks_equal_the_python_rows(smollm2_tokenizer, smollm2_v
         text = json.dumps(row["valid"][0]["data"], ensure_ascii=False, separators=(",", ":"))
         ids = smollm2_tokenizer.encode(text, add_special_tokens=False)[:60] + [eos]
         g = compile_schema_to_grammar(row["schema"], "compact")
-        fast = CompiledGrammar(g, smollm2_vocab)
-        slow = _python_rows(CompiledGrammar(g, smollm2_vocab), fast.warmed)
-        assert fast.dfa.builder is not None and slow.dfa.builder is None
+        compiler = grammar.compiler_for(smollm2_vocab)
+        fast = compiler.compile(g)
+        slow = _python_rows(compiler.compile(g), fast.warmed)
+        assert type(fast.dfa.builder) is CBuilder and type(slow.dfa.builder) is dfa_ref.Builder
         got, want = _masks(fast, ids), _masks(slow, ids)
         assert len(got) == len(want), row["id"]
         for a, b in zip(got, want):
@@ -249,8 +254,9 @@ def test_real_tokenizer_masks_equal_the_python_rows(smollm2_tokenizer, smollm2_v
 @pytest.mark.parametrize("text", LARKS[1:])
 def test_byte_vocab_masks_equal_the_python_rows(text):
     vocab = byte_vocab()
-    fast = CompiledGrammar(lark_to_grammar(text), vocab)
-    slow = _python_rows(CompiledGrammar(lark_to_grammar(text), vocab), fast.warmed)
+    compiler = grammar.compiler_for(vocab)
+    fast = compiler.compile(lark_to_grammar(text))
+    slow = _python_rows(compiler.compile(lark_to_grammar(text)), fast.warmed)
     data = {1: b"[1,[2,ab],[]]", 2: b"(ab1+2)*3-x/(4)", 3: b'{"a":{"b":-12},"c":"x y"}'}[LARKS.index(text)]
     got, want = _masks(fast, list(data) + [256]), _masks(slow, list(data) + [256])
     assert len(got) == len(want) == len(data) + 1
@@ -259,7 +265,7 @@ def test_byte_vocab_masks_equal_the_python_rows(text):
 
 
 @needs_dfa_c
-@pytest.mark.skipif(not grammar.masks.walk.uses_c_walk(), reason="grammar._walk not built")
+@pytest.mark.skipif(c_walk is None, reason="grammar.masks._walk not built")
 def test_the_walk_builds_rows_in_c_without_calling_python(monkeypatch):
     """Inside the mask walk and the byte run, rows, slices and the UTF-8 upgrade come from the
     builder's capsule: no Python method of the LazyDfa is called."""
@@ -271,12 +277,12 @@ def test_the_walk_builds_rows_in_c_without_calling_python(monkeypatch):
     schema = {"type": "object", "properties": {"kab": {"type": "integer"}, "ka": {"type": "string"}}, "required": ["ka"]}
     monkeypatch.setattr(grammar.compiled, "WARM_ROWS", 0)  # every row is left to the walk
     monkeypatch.setattr(grammar.compiled, "PRECOMPUTE_STATES", 0)  # ... at the first mask
-    g = CompiledGrammar(compile_schema_to_grammar(schema, "compact"), vocab)
+    g = grammar.compiler_for(vocab).compile(compile_schema_to_grammar(schema, "compact"))
 
     def no_python(self, *args):
         raise AssertionError("the walk called the LazyDfa's Python methods")
 
-    for name in ("prepare", "compute_row", "upgrade_to_utf8", "utf8_to", "_slice_bytes"):
+    for name in ("prepare", "compute_row", "upgrade_to_utf8", "utf8_to"):
         monkeypatch.setattr(LazyDfa, name, no_python)
     m = g.matcher()
     before = g.dfa.num_states
@@ -284,9 +290,9 @@ def test_the_walk_builds_rows_in_c_without_calling_python(monkeypatch):
     assert g.dfa.num_states > before + 8  # rows of the states `{"ka":"ab` passes, built by the walk
     assert m.accept_bytes(b'{"ka":"')
     g.mask(m.state)  # string text: the UTF-8 upgrade and the text first bytes, in C too
-    assert g.dfa.slice_of[next(iter(m.state))[1]] == vocab.utf8_text_slice
+    assert g.dfa.slice_of[next(iter(m.state))[1]] == g.index.slices.utf8_text_slice
     before = g.dfa.num_states
     data = b'{"kab":-2,"ka":"b'
-    state, pos = grammar.masks._walk.run(g.dfa, g.dfa.rule_start[0], data, 0, False)  # the byte run: rows in C too
+    state, pos = c_walk.run(g.dfa, g.dfa.rule_start[0], data, 0, False)  # the byte run: rows in C too
     assert state >= 0 and pos == len(data)
     assert g.dfa.num_states > before

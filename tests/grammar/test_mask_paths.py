@@ -1,5 +1,6 @@
-"""The fast mask paths (C trie walk, slices, single-config shortcut) against the numpy walk and a
-brute-force mask (every token advanced through the pushdown matcher)."""
+"""The fast mask paths (C trie walk, slices, single-config shortcut) against the reference walk
+(grammar/masks/walk_ref.py, numpy) and a brute-force mask (every token advanced through the
+pushdown matcher)."""
 
 from __future__ import annotations
 
@@ -10,14 +11,18 @@ import numpy as np
 import pytest
 
 import grammar
-import grammar.masks.walk as masks
 import grammar.masks.rest_trie as rest_trie
 from grammar.compiled import CompiledGrammar
 from grammar.frontends.json_schema import compile_schema_to_grammar
 from grammar.frontends.lark import lark_to_grammar
 from grammar.frontends.regex import regex_to_node
+from grammar.ir import Grammar
+from grammar.masks import walk_ref
+from grammar.masks.index import TokenIndex, c_walk
+from grammar.masks.state_masks import compute_mask
+from grammar.masks.words import dense, kept, or_into, write_row
 
-needs_c = pytest.mark.skipif(not masks.uses_c_walk(), reason="C extension grammar._walk not built")
+needs_c = pytest.mark.skipif(c_walk is None, reason="C extension grammar.masks._walk not built")
 
 ALPHABET = [b"{", b"}", b"[", b"]", b'"', b"\\", b":", b",", b" ", b"a", b"b", b"z", b"0", b"1", b"9", b"-",
             b".", b"e", b"n", b"u", b"l", b"t", b"r", "é".encode(), "日".encode(), b"\n", b"\xe6", b"\x97\xa5", b"A"]
@@ -73,16 +78,24 @@ def _random_walks_match_brute_force(g: CompiledGrammar, rng: random.Random, walk
             assert m.accept(rng.choice(sorted(want - eos) or sorted(want)))
 
 
+def _compile(g: Grammar, vocab: grammar.Vocabulary) -> CompiledGrammar:
+    return grammar.compiler_for(vocab).compile(g)
+
+
+def _index(vocab: grammar.Vocabulary) -> TokenIndex:
+    return grammar.compiler_for(vocab).index
+
+
 def _numpy_mask(g: CompiledGrammar, state, monkeypatch) -> set[int]:
-    with monkeypatch.context() as m:
-        m.setattr(masks, "_walk", None)
-        return _bits(masks.compute_mask(g.dfa, g.vocab, state, {}), g.vocab)
+    """The mask of `state` by the reference walk, on the same DFA."""
+    ref = g.vocab.derived("reference index", lambda: TokenIndex(g.vocab, walk_ref))
+    return _bits(dense(compute_mask(g.dfa, ref, state, {})), g.vocab)
 
 
 def _grammars(vocab: grammar.Vocabulary) -> list[CompiledGrammar]:
-    out = [CompiledGrammar(compile_schema_to_grammar(s, ws), vocab) for s in SCHEMAS for ws in ("compact", "flexible")]
-    out.append(CompiledGrammar(lark_to_grammar(LARK), vocab))
-    out.append(CompiledGrammar(grammar.ir.Grammar({"start": regex_to_node(r"[a-z]{2,}(-[0-9]+)?")}), vocab))
+    out = [_compile(compile_schema_to_grammar(s, ws), vocab) for s in SCHEMAS for ws in ("compact", "flexible")]
+    out.append(_compile(lark_to_grammar(LARK), vocab))
+    out.append(_compile(Grammar({"start": regex_to_node(r"[a-z]{2,}(-[0-9]+)?")}), vocab))
     return out
 
 
@@ -136,7 +149,7 @@ def _fill(m: grammar.Matcher):
 def test_long_string_slices_match_brute_force(monkeypatch):
     """A state looping on the JSON string bytes takes whole slices of tokens without a walk."""
     vocab = grammar.Vocabulary([b'"', b"ab", b"a b", b'a"', b'"}', b"x\\n", b"\xc3\xa9", b"}", b'ab",'] * 2, [18], 20)
-    g = CompiledGrammar(compile_schema_to_grammar({"type": "object", "properties": {"s": {"type": "string"}}}, "compact"), vocab)
+    g = _compile(compile_schema_to_grammar({"type": "object", "properties": {"s": {"type": "string"}}}, "compact"), vocab)
     m = g.matcher()
     for data in (b"{", b'"s":', b'"', b"ab"):
         assert m.accept_bytes(data)
@@ -150,7 +163,7 @@ def test_long_string_slices_match_brute_force(monkeypatch):
 def test_real_tokenizer_masks_match_the_numpy_walk(smollm2_tokenizer, smollm2_vocab, bench_rows, monkeypatch):
     eos = smollm2_vocab.eos_token_ids[0]
     for row in bench_rows[:12]:
-        g = CompiledGrammar(compile_schema_to_grammar(row["schema"], "compact"), smollm2_vocab)
+        g = _compile(compile_schema_to_grammar(row["schema"], "compact"), smollm2_vocab)
         text = json.dumps(row["valid"][0]["data"], ensure_ascii=False, separators=(",", ":"))
         m = g.matcher()
         bitmask = grammar.allocate_bitmask(2, smollm2_vocab)
@@ -177,8 +190,8 @@ def test_text_shortcuts_match_brute_force(schema, prefix, utf8_runs, monkeypatch
     """First characters of strings and extra property names (tokens `b + text`), bounded runs
     (with and without the UTF-8 check of each step that 262k vocabularies turn on)."""
     vocab = _random_vocab(3, size=600)
-    g = CompiledGrammar(compile_schema_to_grammar(schema, "compact"), vocab)
-    g.dfa.utf8_runs = utf8_runs
+    g = _compile(compile_schema_to_grammar(schema, "compact"), vocab)
+    g.dfa.set_utf8(0, _index(vocab).slices.utf8_text_slice, utf8_runs)
     m = g.matcher()
     assert m.accept_bytes(prefix)
     want = _brute(g, m.state)
@@ -192,7 +205,7 @@ def test_tokens_deeper_than_the_walks_stack_arrays(monkeypatch):
     move to the heap and the mask is still exact."""
     tokens = [b"a", b"b", b"ab", b"a" * 1500, b"a" * 1499 + b"b", b"ab" * 700, b"a" * 1100 + b"c"]
     vocab = grammar.Vocabulary(tokens, [len(tokens)], len(tokens) + 1)
-    g = CompiledGrammar(grammar.ir.Grammar({"start": regex_to_node(r"a*b?")}), vocab)
+    g = _compile(Grammar({"start": regex_to_node(r"a*b?")}), vocab)
     m = g.matcher()
     want = _brute(g, m.state)
     assert want == {0, 1, 2, 3, 4, len(tokens)}
@@ -202,61 +215,62 @@ def test_tokens_deeper_than_the_walks_stack_arrays(monkeypatch):
 @needs_c
 def test_walk_tables_reject_bad_input():
     vocab = _random_vocab(0, size=50)
-    tables = masks.walk_tables(vocab)
+    index = _index(vocab)
+    tables = index.tables
     g = _grammars(vocab)[0]
     d = g.dfa.rule_start[0]
     with pytest.raises(ValueError):
-        masks._walk.mask(tables, g.dfa, vocab, d, False, np.empty(vocab.num_words + 1, np.int32))
+        c_walk.mask(tables, g.dfa, index, d, False, np.empty(vocab.num_words + 1, np.int32))
     with pytest.raises(TypeError):
-        masks._walk.mask(vocab, g.dfa, vocab, d, False, np.empty(vocab.num_words, np.int32))
+        c_walk.mask(index, g.dfa, index, d, False, np.empty(vocab.num_words, np.int32))
     out = np.empty(vocab.num_words, np.int32)
     for rows, row in ((np.empty((2, vocab.num_words + 1), np.int32), 0), (np.empty(vocab.num_words, np.int32), 0)):
         with pytest.raises(ValueError):
-            masks._walk.mask(tables, g.dfa, vocab, d, False, out, rows, row)
+            c_walk.mask(tables, g.dfa, index, d, False, out, rows, row)
     for row in (-1, 2):
         with pytest.raises(IndexError):
-            masks._walk.mask(tables, g.dfa, vocab, d, False, out, np.empty((2, vocab.num_words), np.int32), row)
+            c_walk.mask(tables, g.dfa, index, d, False, out, np.empty((2, vocab.num_words), np.int32), row)
     for state in (-1, g.dfa.num_states):
         with pytest.raises(IndexError):
-            masks._walk.mask(tables, g.dfa, vocab, state, False, np.empty(vocab.num_words, np.int32))
+            c_walk.mask(tables, g.dfa, index, state, False, np.empty(vocab.num_words, np.int32))
         with pytest.raises(IndexError):
-            masks._walk.run(g.dfa, state, b"{", 0, False)
+            c_walk.run(g.dfa, state, b"{", 0, False)
     esc = np.array([1, d, 0], np.int32).tobytes()
     for items, error in (([((), esc[:8])], ValueError), ([((g.dfa.num_states,), esc)], IndexError),
                          ([((), np.array([1, g.dfa.num_states, 0], np.int32).tobytes())], IndexError),
                          ([((), np.array([1, d, tables.all_nodes], np.int32).tobytes())], IndexError),
                          ([([], esc)], TypeError), ((((), esc),), TypeError)):
         with pytest.raises(error):
-            masks._walk.resolve(tables, g.dfa, items, np.zeros(vocab.num_words, np.int32))
+            c_walk.resolve(tables, g.dfa, items, np.zeros(vocab.num_words, np.int32))
     with pytest.raises(ValueError):
-        masks._walk.resolve(tables, g.dfa, [((), esc)], np.zeros(vocab.num_words + 1, np.int32))
+        c_walk.resolve(tables, g.dfa, [((), esc)], np.zeros(vocab.num_words + 1, np.int32))
     rows = np.zeros((2, vocab.num_words), np.int32)
     with pytest.raises(IndexError):
-        masks._walk.put(rows, 0, np.array([vocab.num_words, 1], np.int32).tobytes(), None)  # a word past the row
+        c_walk.put(rows, 0, np.array([vocab.num_words, 1], np.int32).tobytes(), None)  # a word past the row
     with pytest.raises(ValueError):
-        masks._walk.put(rows, 2, b"", None)
+        c_walk.put(rows, 2, b"", None)
     with pytest.raises(ValueError):
-        masks._walk.put(rows, 0, b"", np.zeros(vocab.num_words + 1, np.int32))
-    trie = list(vocab.trie_arrays)
+        c_walk.put(rows, 0, b"", np.zeros(vocab.num_words + 1, np.int32))
+    trie = list(index.trie.flat.arrays())
     bad_end = trie[2].copy()
     bad_end[0] = 0
-    text = (0, vocab.utf8_text_slice, bytes(128), np.zeros(0, np.int32), np.zeros(129, np.int32),
+    text = (0, index.slices.utf8_text_slice, bytes(128), np.zeros(0, np.int32), np.zeros(129, np.int32),
             vocab.eos_words, vocab.eos_words)
     with pytest.raises(ValueError):
-        masks._walk.Tables(vocab.num_words, tuple(trie[:2] + [bad_end] + trie[3:]), (), text)
+        c_walk.Tables(vocab.num_words, tuple(trie[:2] + [bad_end] + trie[3:]), (), text)
     with pytest.raises(ValueError):
-        masks._walk.Tables(vocab.num_words, tuple(trie), (), text)  # the text slice is missing
+        c_walk.Tables(vocab.num_words, tuple(trie), (), text)  # the text slice is missing
 
 
 @needs_c
 def test_tokens_across_several_returns_match_brute_force(monkeypatch):
     """Tokens that return from nested rules and go on (`]],[`): the C walk's escapes are
     resolved by walking the trie below where they could return, the stack followed in C
-    (grammar._walk.resolve)."""
+    (grammar.masks._walk resolve)."""
     tokens = [b"[", b"]", b",", b"1", b"2", b"[[", b"]]", b"]]]", b"]],[", b"],[[", b"1]]", b"1],[2", b"]],[[1",
               b"2]]]]", b",[", b"],", b"[1,", b"]]x", b"12", b"1]]],[", b"]],[[]]"]
     vocab = grammar.Vocabulary(tokens, [len(tokens)], len(tokens) + 2)
-    g = CompiledGrammar(lark_to_grammar(LARK), vocab)
+    g = _compile(lark_to_grammar(LARK), vocab)
     m = g.matcher()
     checked = 0
     for data in (b"[", b"[", b"[", b"1", b"]", b",", b"[", b"2", b"2", b"]", b"]"):
@@ -276,14 +290,14 @@ def test_rest_tries_match_brute_force(seed, monkeypatch):
     return from a hoisted item) go on below its nodes. Masks equal brute force on random walks."""
     monkeypatch.setattr(rest_trie, "MAX_REST_SHARE", 1.0)  # the random vocabulary is mostly outside
     vocab = _random_vocab(seed)
-    tables = masks.walk_tables(vocab)
-    assert tables.all_nodes > len(vocab.flat.byte)
+    tables = _index(vocab).tables
+    assert tables.all_nodes > len(_index(vocab).trie.flat.byte)
     rng = random.Random(seed)
     items = {"type": "array", "items": {"type": "object", "properties": {"s": {"type": "string"}, "t": {"type": "string"}},
                                         "required": ["s"]}, "minItems": 2}
     schemas = SCHEMAS + [items, {"type": "object", "properties": {"x": {"type": "string", "minLength": 1}}}]
     for schema in schemas:
-        g = CompiledGrammar(compile_schema_to_grammar(schema, "compact"), vocab)
+        g = _compile(compile_schema_to_grammar(schema, "compact"), vocab)
         assert sum(1 for _ in _random_walks_match_brute_force(g, rng, 3, 30)) > 3, schema
 
 
@@ -293,10 +307,11 @@ def test_rest_tries_hold_every_token_outside_the_slice():
     the second's ASCII-led tokens by their first byte."""
     tokens = [b"ab", b'a"', b'"', b'x",', b"\\n", b"\xc3\xa9\xc3", b"\xc3", b"\xc3\xa9", b"b\n", b'a"'] + [None]
     vocab = grammar.Vocabulary(tokens, [len(tokens) - 1], len(tokens))
-    text = vocab.slice_list[vocab.utf8_text_slice]
+    index = _index(vocab)
+    text = index.slice_list[index.slices.utf8_text_slice]
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(rest_trie, "MAX_REST_SHARE", 1.0)
-        first, after, keyed = rest_trie.rest_tries(vocab, text)
+        first, after, keyed = rest_trie.rest_tries(index.trie, text)
 
     def rests(arrays):  # (bytes, token id) of each row, read back from the flat trie
         byte, depth, end, lo, ids, _ = arrays
@@ -323,16 +338,17 @@ def test_bounded_utf8_runs_count_characters(seed, run_rests, monkeypatch):
     monkeypatch.setattr(grammar.compiled, "UTF8_RUN_TOKENS", 0)
     monkeypatch.setattr(rest_trie, "MAX_REST_SHARE", 1.0 if run_rests else 0.0)
     vocab = _random_vocab(seed)
-    assert (rest_trie.run_rests(vocab, vocab.slice_list[vocab.utf8_text_slice]) is not None) == run_rests
+    index = _index(vocab)
+    assert (rest_trie.run_rests(index.trie, index.slice_list[index.slices.utf8_text_slice]) is not None) == run_rests
     rng = random.Random(seed)
     bounded = 0
     for schema in ({"type": "string", "maxLength": 5}, {"type": "string", "minLength": 2, "maxLength": 9},
                    {"type": "object", "properties": {"s": {"type": "string", "maxLength": 4}}}):
-        g = CompiledGrammar(compile_schema_to_grammar(schema, "compact"), vocab)
-        assert g.dfa.utf8_runs
+        g = _compile(compile_schema_to_grammar(schema, "compact"), vocab)
+        assert g.dfa.utf8[2]  # runs
         for state in _random_walks_match_brute_force(g, rng, 4, 30):
             d = next(iter(state))[1]
-            bounded += g.dfa.slice_of[d] == vocab.utf8_text_slice and 0 < g.dfa.absorb[d] < 1 << 30
+            bounded += g.dfa.slice_of[d] == index.slices.utf8_text_slice and 0 < g.dfa.absorb[d] < 1 << 30
     assert bounded > 5  # the character-counting runs were walked
 
 
@@ -351,20 +367,20 @@ def test_kept_masks_read_back_as_walked():
     assert base[9]
     not_over[9] = 0  # lacks bits of the base: neither base serves
     for words, want_kind in ((sparse, "zero"), (over_base, "base"), (not_over, "dense"), (base, "base")):
-        k = masks.kept(words.copy(), base)
+        k = kept(words.copy(), base, c_walk.sparse, c_walk.put)
         kind = "dense" if type(k) is np.ndarray else "zero" if k.base is None else "base"
         assert kind == want_kind
-        assert (masks.dense(k) == words).all()
+        assert (dense(k) == words).all()
         rows = np.full((3, 300), 7, np.int32)
-        masks.write_row(k, rows, 1)
+        write_row(k, rows, 1)
         assert (rows[1] == words).all() and (rows[[0, 2]] == 7).all()
         acc = np.zeros(300, np.int32)
         acc[5] = 1 << 4
-        masks.or_into(acc, k)
+        or_into(acc, k)
         want = words.copy()
         want[5] |= 1 << 4
         assert (acc == want).all()
-    assert masks.kept(np.arange(300, dtype=np.int32)).__class__ is np.ndarray  # too many words: dense
+    assert kept(np.arange(300, dtype=np.int32), None, c_walk.sparse, c_walk.put).__class__ is np.ndarray  # too many: dense
 
 
 @needs_c
@@ -382,8 +398,8 @@ def test_bounded_runs_match_brute_force(pattern, run_rests, monkeypatch):
     alphabet = [b"a", b"b", b"c", b"x", b"z", b"0", b"1", b"9", b"-", b"A", b"f", b" "]
     tokens = list(alphabet) + [b"".join(rng.choice(alphabet[:-1]) for _ in range(rng.randint(2, 9))) for _ in range(500)]
     vocab = grammar.Vocabulary(tokens + [None], [len(tokens)], len(tokens) + 2)
-    assert (rest_trie.run_rests(vocab, vocab.slice_list[1]) is not None) == run_rests  # letters and digits
-    g = CompiledGrammar(grammar.ir.Grammar({"start": regex_to_node(pattern)}), vocab)
+    assert (rest_trie.run_rests(_index(vocab).trie, _index(vocab).slice_list[1]) is not None) == run_rests  # letters and digits
+    g = _compile(Grammar({"start": regex_to_node(pattern)}), vocab)
     assert sum(1 for _ in _random_walks_match_brute_force(g, rng, 6, 25)) > 6
 
 
@@ -396,8 +412,8 @@ def test_lowercase_loops_take_the_lowercase_slice():
     alphabet = [b"a", b"b", b"q", b"z", b" ", b"A", b"-", b"0", b'"']
     tokens = list(alphabet) + [b"".join(rng.choice(alphabet) for _ in range(rng.randint(2, 7))) for _ in range(400)]
     vocab = grammar.Vocabulary(tokens + [None], [len(tokens)], len(tokens) + 2)
-    lower = next(sl.id for sl in vocab.slice_list if sl.in_set.sum() == 26 and sl.in_set[ord("a")])
-    g = CompiledGrammar(compile_schema_to_grammar({"type": "string", "pattern": "^([a-z]|[ ])*$"}, "compact"), vocab)
+    lower = next(sl.id for sl in _index(vocab).slice_list if sl.in_set.sum() == 26 and sl.in_set[ord("a")])
+    g = _compile(compile_schema_to_grammar({"type": "string", "pattern": "^([a-z]|[ ])*$"}, "compact"), vocab)
     looping = 0
     for state in _random_walks_match_brute_force(g, rng, 5, 20):
         d = next(iter(state))[1]

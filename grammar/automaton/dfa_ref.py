@@ -1,0 +1,373 @@
+"""The Python reference of the C row builder (grammar/automaton/_dfa.c): the same methods, the same automaton.
+
+Used where the C extension is not built, and by the tests that check the C builder against it
+state for state (tests/grammar/test_dfa_c.py). A DFA state is the epsilon closure of a set of
+NFA states (kept to those with byte edges, calls or a rule end); states get ids in the order
+they are first reached, the same order as in C. The builder writes into its LazyDfa's tables
+(grammar/automaton/dfa.py), fetching them from the LazyDfa on each call since `_grow` replaces them.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from grammar.automaton.constants import (DEAD, FLAG_CALLS, FLAG_FINAL, MIN_DOMINANT_BYTES, NO_SLICE, SLICE_UNKNOWN,
+                                         UNBOUNDED, UNKNOWN)  # fmt: skip
+
+Seqs = tuple[tuple[tuple[int, int], ...], ...]
+
+
+class Builder:
+    """Builder(byte_edges, eps, calls, rule_final, has_slicer, max_absorb): DFA rows of one NFA;
+    `bind(dfa)` once, then the LazyDfa calls the other methods (see grammar/automaton/_dfa.c)."""
+
+    def __init__(self, byte_edges: list, eps: list, calls: list, rule_final: list[int], has_slicer: bool,
+                 max_absorb: int) -> None:
+        if not len(byte_edges) == len(eps) == len(calls):
+            raise ValueError("NFA lists differ in length")
+        self.edges, self.eps, self.nfa_calls = byte_edges, eps, calls
+        self.finals = frozenset(rule_final)
+        self.has_slicer = has_slicer
+        self.max_absorb = max_absorb
+        self.dfa: Any = None
+        self.sets: list[frozenset[int]] = []  # dstate -> its NFA states
+        self.index: dict[frozenset[int], int] = {}
+        self._closure: dict[int, frozenset[int]] = {}
+        self._targets: dict[frozenset[int], int] = {}
+        self._singles: dict[int, int] = {}  # NFA state -> dstate of its closure
+        self._call_rets: dict[int, list[tuple[int, list[int]]]] = {}  # dstate -> (rule, NFA return states)
+        self._slice_next: dict[int, tuple[int, int]] = {}  # dstate -> (slice id, target)
+        self._canon: list[np.ndarray] = []  # set_slices: bool [256] byte sets
+        self._utf8: tuple[int, int, bool] = (-1, -1, False)  # set_utf8: (ascii slice, text slice, runs)
+        self._seqs: Seqs = ()
+        self._utf8_checked: set[int] = set()
+        self._utf8_pairs: dict[tuple[int, int], bool] = {}
+
+    # ---- configuration ----
+
+    def bind(self, dfa: Any) -> None:
+        if self.dfa is not None and self.dfa is not dfa:
+            raise ValueError("Builder used with another LazyDfa")
+        self.dfa = dfa
+
+    def set_utf8(self, ascii_slice: int, text_slice: int, runs: bool, seqs: Seqs) -> None:
+        self._utf8 = (ascii_slice, text_slice, bool(runs))
+        self._seqs = seqs
+
+    def set_slices(self, sets: bytes) -> None:
+        if len(sets) % 32:
+            raise ValueError("sets are 32 bytes each")
+        bits = np.unpackbits(np.frombuffer(sets, dtype=np.uint8), bitorder="little").astype(bool)
+        self._canon = [bits[k * 256 : (k + 1) * 256] for k in range(len(sets) // 32)]
+
+    def num_states(self) -> int:
+        return len(self.sets)
+
+    def nfa_states(self, d: int) -> tuple[int, ...]:
+        self._check(d)
+        return tuple(sorted(self.sets[d]))
+
+    def _bound(self, dfa: Any) -> Any:
+        if self.dfa is not dfa:
+            self.bind(dfa)
+        return dfa
+
+    def _check(self, d: int) -> None:
+        if not 0 <= d < len(self.sets):
+            raise IndexError("DFA state out of range")
+
+    # ---- states ----
+
+    def intern_closure(self, dfa: Any, states: tuple[int, ...] | list[int]) -> int:
+        self._bound(dfa)
+        for s in states:
+            if not 0 <= s < len(self.eps):
+                raise IndexError("NFA state out of range")
+        return self._state_of(self._closure_of(states))
+
+    def _closure_of(self, states: tuple[int, ...] | list[int] | frozenset[int]) -> frozenset[int]:
+        out: set[int] = set()
+        for s in states:
+            c = self._closure.get(s)
+            if c is None:
+                c = self._single_closure(s)
+            out |= c
+        return frozenset(out)
+
+    def _single_closure(self, s: int) -> frozenset[int]:
+        """Epsilon closure of one NFA state, kept to states with edges, calls or a rule end;
+        closures already known for states on the way are taken whole."""
+        eps, edges, calls, finals, known = self.eps, self.edges, self.nfa_calls, self.finals, self._closure
+        out: set[int] = set()
+        seen = {s}
+        todo = [s]
+        while todo:
+            x = todo.pop()
+            c = known.get(x) if x != s else None
+            if c is not None:
+                out |= c
+                continue
+            if edges[x] or calls[x] or x in finals:
+                out.add(x)
+            for t in eps[x]:
+                if t not in seen:
+                    seen.add(t)
+                    todo.append(t)
+        c = frozenset(out)
+        known[s] = c
+        return c
+
+    def _state_of(self, states: frozenset[int]) -> int:
+        d = self.index.get(states)
+        if d is not None:
+            return d
+        dfa = self.dfa
+        d = len(self.sets)
+        if d >= len(dfa.is_final):
+            dfa._grow()
+        dfa.trans[d] = UNKNOWN
+        self.sets.append(states)
+        self.index[states] = d
+        final = not states.isdisjoint(self.finals)
+        dfa.is_final[d] = final
+        dfa.flags[d] = FLAG_FINAL if final else 0
+        groups: dict[int, list[int]] = {}
+        for s in sorted(states):  # sorted: the C builder groups in the same order
+            for rule, ret in self.nfa_calls[s]:
+                groups.setdefault(rule, []).append(ret)
+        if groups:
+            dfa.has_calls[d] = True
+            dfa.flags[d] |= FLAG_CALLS
+            self._call_rets[d] = list(groups.items())
+        return d
+
+    def call_groups(self, d: int) -> list[tuple[int, list[int]]]:
+        self._check(d)
+        return self._call_rets.get(d, [])
+
+    def _target(self, key: frozenset[int]) -> int:
+        t = self._targets.get(key)
+        if t is None:
+            t = self._targets[key] = self._state_of(self._closure_of(key))
+        return t
+
+    def _single_target(self, s: int) -> int:
+        t = self._singles.get(s)
+        if t is None:
+            c = self._closure.get(s)
+            t = self._singles[s] = self._state_of(c if c is not None else self._single_closure(s))
+        return t
+
+    # ---- rows ----
+
+    def row(self, dfa: Any, d: int) -> bool:
+        """Fill row d if unknown; True when the tables grew."""
+        self._check(d)
+        cap = len(self._bound(dfa).is_final)
+        if dfa.trans[d, 0] == UNKNOWN:
+            self._build_row(d)
+        return len(dfa.is_final) != cap
+
+    def prepare(self, dfa: Any, d: int) -> bool:
+        """The row, the slice id and the absorb length of d; True when the tables grew."""
+        self._check(d)
+        cap = len(self._bound(dfa).is_final)
+        if dfa.trans[d, 0] == UNKNOWN:
+            self._build_row(d)
+        if self.dfa.slice_of[d] == SLICE_UNKNOWN:
+            self._compute_absorb(d)
+        return len(self.dfa.is_final) != cap
+
+    def warm(self, dfa: Any, max_rows: int, budget_s: float) -> int:
+        """Up to `max_rows` unknown rows in state order, for about `budget_s` seconds."""
+        self._bound(dfa)
+        end = time.perf_counter() + budget_s
+        built = d = 0
+        while d < len(self.sets) and built < max_rows:
+            if self.dfa.trans[d, 0] == UNKNOWN:
+                self._build_row(d)
+                built += 1
+                if built % 8 == 0 and time.perf_counter() > end:
+                    break
+            d += 1
+        return built
+
+    def _build_row(self, d: int) -> None:
+        """trans[d, :] for all 256 bytes (one closure per distinct target set), and dominant[d]."""
+        states = self.sets[d]
+        if len(states) == 1:
+            edges = self.edges[next(iter(states))]
+        else:
+            edges = [e for s in states for e in self.edges[s]]
+        disjoint = True
+        if len(edges) > 1:
+            edges = sorted(edges)
+            prev = -1
+            for lo, hi, _ in edges:
+                if lo <= prev:
+                    disjoint = False
+                    break
+                prev = hi
+        if disjoint:  # one NFA target per byte (the common case)
+            resolved = [(lo, hi, self._single_target(t)) for lo, hi, t in edges]
+        else:
+            resolved = self._segments(edges)
+        row = self.dfa.trans[d]  # fetched after the targets were made, which may have grown the tables
+        row[:] = DEAD
+        counts: dict[int, int] = {}
+        for lo, hi, t in resolved:
+            if lo == hi:
+                row[lo] = t
+            else:
+                row[lo : hi + 1] = t
+            counts[t] = counts.get(t, 0) + hi - lo + 1
+        if counts:
+            best = max(counts, key=counts.__getitem__)
+            if counts[best] >= MIN_DOMINANT_BYTES:
+                self.dfa.dominant[d] = best
+
+    def _segments(self, edges: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+        """Overlapping ranges: split at every range boundary; each piece goes to the closure of
+        the NFA targets active over it."""
+        if len(edges) > 8:
+            return self._sweep(edges)
+        bounds = sorted({lo for lo, _, _ in edges} | {hi + 1 for _, hi, _ in edges})
+        out: list[tuple[int, int, int]] = []
+        for a, b in zip(bounds, bounds[1:]):
+            active = frozenset(t for lo, hi, t in edges if lo <= a and hi >= b - 1)
+            if active:
+                out.append((a, b - 1, self._target(active)))
+        return out
+
+    def _sweep(self, edges: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+        """Many ranges: a sweep over the sorted boundaries keeping the active target counts."""
+        events: list[tuple[int, int, int]] = []  # (byte, +1 start / -1 end, target)
+        for lo, hi, t in edges:
+            events.append((lo, 1, t))
+            events.append((hi + 1, -1, t))
+        events.sort()
+        out: list[tuple[int, int, int]] = []
+        active: dict[int, int] = {}
+        i, n = 0, len(events)
+        while i < n:
+            b = events[i][0]
+            while i < n and events[i][0] == b:
+                _, delta, t = events[i]
+                count = active.get(t, 0) + delta
+                if count:
+                    active[t] = count
+                else:
+                    del active[t]
+                i += 1
+            if active and b < 256:
+                out.append((b, (events[i][0] if i < n else 256) - 1, self._target(frozenset(active))))
+        return out
+
+    # ---- slices ----
+
+    def slice_step(self, dfa: Any, d: int) -> tuple[int, int]:
+        """(slice id, target): a canonical slice whose bytes all lead from d to its dominant target."""
+        self._check(d)
+        self._bound(dfa)
+        hit = self._slice_next.get(d)
+        if hit is not None:
+            return hit
+        if self.dfa.trans[d, 0] == UNKNOWN:
+            self._build_row(d)
+        out = (NO_SLICE, DEAD)
+        target = int(self.dfa.dominant[d])
+        if self.has_slicer and target >= 0:
+            in_set = self.dfa.trans[d] == target
+            sid = next((k for k, c in enumerate(self._canon) if not (c & ~in_set).any()), NO_SLICE)
+            out = (sid, target)
+        self._slice_next[d] = out
+        return out
+
+    def _compute_absorb(self, d: int) -> None:
+        """Every string of the slice's bytes up to `absorb[d]` long is accepted from d: follow
+        the single target while it keeps the same slice (a loop: unbounded)."""
+        sid, nxt = self.slice_step(self.dfa, d)
+        steps = 0
+        if sid >= 0:
+            seen = {d}
+            cur = nxt
+            steps = 1
+            while steps < self.max_absorb:
+                if cur in seen:
+                    steps = UNBOUNDED
+                    break
+                if self.dfa.slice_of[cur] == sid:  # already known
+                    steps = min(UNBOUNDED, steps + int(self.dfa.absorb[cur]))
+                    break
+                csid, cnxt = self.slice_step(self.dfa, cur)
+                if csid != sid:
+                    break
+                seen.add(cur)
+                cur = cnxt
+                steps += 1
+        self.dfa.absorb[d] = steps
+        self.dfa.slice_of[d] = sid if steps else NO_SLICE
+
+    # ---- UTF-8 characters ----
+
+    def upgrade_to_utf8(self, dfa: Any, d: int) -> int:
+        """The slice of d, first widened to the text slice when every complete UTF-8 character takes
+        d where an ASCII text byte does (a loop, or each step of a bounded run with `runs`)."""
+        self._check(d)
+        self._bound(dfa)
+        if self.dfa.slice_of[d] == SLICE_UNKNOWN:
+            self.prepare(dfa, d)
+        sid = int(self.dfa.slice_of[d])
+        ascii_id, text_id, runs = self._utf8
+        if ascii_id < 0 or sid != ascii_id or d in self._utf8_checked:
+            return sid
+        self._utf8_checked.add(d)
+        nxt = self.slice_step(dfa, d)[1]
+        absorb = int(self.dfa.absorb[d])
+        if absorb == UNBOUNDED:
+            if nxt != d and self.upgrade_to_utf8(dfa, nxt) != text_id:
+                return sid
+            if self._leads_to(d, nxt, self._seqs):
+                self.dfa.slice_of[d] = text_id
+        elif runs:  # a bounded run: a character of k bytes uses one step, not k
+            cur = d
+            for _ in range(absorb):
+                nxt = self.slice_step(dfa, cur)[1]
+                ok = self._utf8_pairs.get((cur, nxt))
+                if ok is None:
+                    ok = self._utf8_pairs[(cur, nxt)] = self._leads_to(cur, nxt, self._seqs)
+                if not ok:
+                    return sid
+                cur = nxt
+            self.dfa.slice_of[d] = text_id
+        return int(self.dfa.slice_of[d])
+
+    def utf8_to(self, dfa: Any, d: int, target: int, seqs: Seqs) -> bool:
+        """True when every sequence of byte ranges leads from d to `target` alone (uncached)."""
+        self._check(d)
+        self._bound(dfa)
+        return self._leads_to(d, target, seqs)
+
+    def _leads_to(self, d: int, target: int, seqs: Seqs) -> bool:
+        for seq in seqs:
+            cur = {d}
+            for lo, hi in seq:
+                nxt: set[int] = set()
+                for s in sorted(cur):  # sorted: rows are made in the same order as in C
+                    if self.dfa.trans[s, 0] == UNKNOWN:
+                        self._build_row(s)
+                    vals = self.dfa.trans[s, lo : hi + 1]
+                    low, high = int(vals.min()), int(vals.max())
+                    if low < 0:
+                        return False
+                    if low == high:
+                        nxt.add(low)
+                    else:
+                        nxt.update(np.unique(vals).tolist())
+                cur = nxt
+            if cur != {target}:
+                return False
+        return True

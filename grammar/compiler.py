@@ -1,0 +1,129 @@
+"""Compiling grammars against a vocabulary: the `compile_*` entry points, one compiler per vocabulary and its cache."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+from grammar.automaton.dfa import DEFAULT_BUILDER
+from grammar.bitmask import BitmaskViews
+from grammar.compiled import CompiledGrammar
+from grammar.errors import GrammarError
+from grammar.frontends.gbnf import gbnf_to_grammar
+from grammar.frontends.json_schema import compile_schema_to_grammar
+from grammar.frontends.lark import lark_to_grammar
+from grammar.frontends.regex import regex_to_node
+from grammar.frontends.structural import structural_to_grammar
+from grammar.ir import Grammar, alt, lit
+from grammar.masks.index import DEFAULT_WALK, TokenIndex
+from grammar.vocab import Vocabulary
+
+MAX_CACHED_GRAMMARS = 256
+
+
+class Compiler:
+    """Compiles grammars against one vocabulary and caches them by (kind, text, options).
+
+    Holds what every grammar of the vocabulary shares: the token index the mask walks read
+    (grammar/masks/index.py, built here: about half a second on a 262k vocabulary) and the
+    bitmask views its matchers write through. Made once per vocabulary by `compiler_for` (which
+    the module's `compile_*` functions use); tests also make one with other implementations of
+    the walk and the row builder (the C ones or their references: `walk`, `builder`). Safe to
+    share between threads.
+    """
+
+    def __init__(self, vocab: Vocabulary, walk: ModuleType = DEFAULT_WALK, builder: type = DEFAULT_BUILDER) -> None:
+        self.vocab = vocab
+        self.index = TokenIndex(vocab, walk)
+        self.views = BitmaskViews()
+        self.builder = builder
+        self._cache: dict[tuple[Any, ...], CompiledGrammar] = {}
+        self._lock = threading.Lock()
+
+    def compile(self, grammar: Grammar) -> CompiledGrammar:
+        """`grammar` compiled against the vocabulary (not cached)."""
+        return CompiledGrammar(grammar, self.index, self.views, self.builder)
+
+    def _cached(self, key: tuple[Any, ...], build: Callable[[], Grammar]) -> CompiledGrammar:
+        with self._lock:
+            hit = self._cache.get(key)
+        if hit is not None:
+            return hit
+        compiled = self.compile(build())  # outside the lock: compiles of other grammars go on
+        with self._lock:
+            if len(self._cache) >= MAX_CACHED_GRAMMARS:
+                self._cache.pop(next(iter(self._cache)))
+            self._cache[key] = compiled
+        return compiled
+
+    def compile_json_schema(self, schema: dict[str, Any] | str | bool, whitespace: str = "compact",
+                            strict: bool = False) -> CompiledGrammar:
+        """See the module function."""
+        text = schema if isinstance(schema, str) else json.dumps(schema, sort_keys=False)
+        return self._cached(("json", text, whitespace, strict), lambda: compile_schema_to_grammar(schema, whitespace, strict))
+
+    def compile_regex(self, pattern: str) -> CompiledGrammar:
+        return self._cached(("regex", pattern), lambda: Grammar({"start": regex_to_node(pattern)}))
+
+    def compile_choice(self, choices: list[str]) -> CompiledGrammar:
+        if not choices or not all(isinstance(c, str) for c in choices):
+            raise GrammarError("choice needs a non-empty list of strings")
+        return self._cached(("choice", tuple(choices)), lambda: Grammar({"start": alt(*[lit(c) for c in choices])}))
+
+    def compile_lark(self, text: str) -> CompiledGrammar:
+        return self._cached(("lark", text), lambda: lark_to_grammar(text))
+
+    def compile_gbnf(self, text: str) -> CompiledGrammar:
+        return self._cached(("gbnf", text), lambda: gbnf_to_grammar(text))
+
+    def compile_structural_tag(self, spec: dict[str, Any], strict: bool = False) -> CompiledGrammar:
+        key = json.dumps(spec, sort_keys=True, default=repr)
+        return self._cached(("structural", key, strict), lambda: structural_to_grammar(spec, strict))
+
+
+def compiler_for(vocab: Vocabulary) -> Compiler:
+    """The vocabulary's compiler, made on first use (and kept with the vocabulary)."""
+    return vocab.derived(Compiler, lambda: Compiler(vocab))
+
+
+def prepare(vocab: Vocabulary) -> None:
+    """Build the vocabulary's compiler (its token index) now rather than at its first compile."""
+    compiler_for(vocab)
+
+
+def compile_json_schema(schema: dict[str, Any] | str | bool, vocab: Vocabulary, whitespace: str = "compact",
+                        strict: bool = False) -> CompiledGrammar:
+    """A grammar for JSON documents valid under `schema` (declared property order). `strict`: an
+    object schema that names its properties (properties, patternProperties, required) without
+    saying `additionalProperties` admits only those, and `prefixItems` without `items` admit nothing
+    after them (xgrammar's strict mode, OpenAI's strict tools); False keeps JSON Schema's meaning."""
+    return compiler_for(vocab).compile_json_schema(schema, whitespace, strict)
+
+
+def compile_regex(pattern: str, vocab: Vocabulary) -> CompiledGrammar:
+    """A grammar for strings fully matching `pattern`."""
+    return compiler_for(vocab).compile_regex(pattern)
+
+
+def compile_choice(choices: list[str], vocab: Vocabulary) -> CompiledGrammar:
+    """A grammar for exactly one of the given strings."""
+    return compiler_for(vocab).compile_choice(choices)
+
+
+def compile_lark(text: str, vocab: Vocabulary) -> CompiledGrammar:
+    """A grammar from Lark EBNF text (start rule `start`)."""
+    return compiler_for(vocab).compile_lark(text)
+
+
+def compile_gbnf(text: str, vocab: Vocabulary) -> CompiledGrammar:
+    """A grammar from GBNF text (llama.cpp / xgrammar EBNF, start rule `root`)."""
+    return compiler_for(vocab).compile_gbnf(text)
+
+
+def compile_structural_tag(spec: dict[str, Any], vocab: Vocabulary, strict: bool = False) -> CompiledGrammar:
+    """A grammar for tool calls framed by begin/end strings (see grammar/__init__.py); `strict`
+    as for compile_json_schema, for the calls' schemas."""
+    return compiler_for(vocab).compile_structural_tag(spec, strict)

@@ -1,0 +1,118 @@
+"""Token masks for a set of pushdown configurations, from one walk per DFA state and the stack where it matters.
+
+A DFA state's walk (the index's walk: grammar/masks/_walk.c, or grammar/masks/walk_ref.py) gives
+the tokens consumed entirely in the DFA and the escapes: where tokens passed a call or a return
+and then died, to be checked against the stack. A configuration whose state can neither call
+nor return (nor end the output) has its state's words as its mask; any other is expanded
+through calls and returns (grammar/automaton/pda.py) and its escapes resolved against each
+stack (the walk's `resolve`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from grammar.automaton.constants import FLAG_CALLS, FLAG_FINAL
+from grammar.automaton.dfa import LazyDfa
+from grammar.automaton.pda import States, expand
+from grammar.masks.index import TokenIndex
+from grammar.masks.words import Words, kept, or_into, scratch, write_row
+
+STOP = FLAG_CALLS | FLAG_FINAL  # a call, a return or (empty stack) EOS: a configuration's general path
+Key = tuple[int, bool]  # (DFA state, whether the stack is non-empty), as the state mask cache keys it
+
+
+@dataclass(slots=True)
+class StateMask:
+    """What one DFA state allows without looking at the stack: tokens consumed entirely in the
+    DFA (`words`), and the walk's escapes (None: none), below which tokens are to be checked
+    against the stack by the same walk's `resolve`. Never changed once made (not frozen: a frozen
+    dataclass costs a microsecond more per mask)."""
+
+    words: Words  # int32 [num_words], or its words apart from a base (SparseWords)
+    escapes: bytes | None = None
+
+    def stack_free(self) -> bool:
+        """True when the stack cannot change this state's mask (`words` is the whole answer)."""
+        return not self.escapes
+
+
+def slice_base(dfa: LazyDfa, index: TokenIndex, d: int) -> np.ndarray | None:
+    """The words of the slice that state d absorbs (what its walk started from), if any."""
+    sl = dfa.slice_of.item(d)
+    return index.slice_list[sl].words_upto(dfa.absorb.item(d)) if sl >= 0 else None
+
+
+def keep_walked(dfa: LazyDfa, index: TokenIndex, d: int, words: np.ndarray, escapes: bytes | None) -> StateMask:
+    """A StateMask from what the walk of state d wrote into `words` (reused) and returned."""
+    walk = index.walk
+    return StateMask(kept(words, slice_base(dfa, index, d), walk.sparse, walk.put), escapes)
+
+
+def state_mask(dfa: LazyDfa, index: TokenIndex, d: int, nonempty: bool, cache: dict[Key, StateMask]) -> StateMask:
+    """The state mask of (d, nonempty), walked on first use and kept in `cache`."""
+    key = (d, nonempty)
+    sm = cache.get(key)
+    if sm is None:
+        words = scratch(index.vocab.num_words)
+        sm = cache[key] = keep_walked(dfa, index, d, words, index.walk.mask(index.tables, dfa, index, d, nonempty, words))
+    return sm
+
+
+def compute_mask(dfa: LazyDfa, index: TokenIndex, configs: States, cache: dict[Key, StateMask]) -> Words:
+    """The mask of the tokens allowed after `configs` (EOS when complete); may be a cached state
+    mask itself, so callers must not write into it."""
+    if len(configs) == 1:
+        ((stack, d),) = configs
+        if not dfa.flags.item(d) & STOP:
+            sm = cache.get((d, bool(stack))) or state_mask(dfa, index, d, bool(stack), cache)
+            if sm.stack_free():
+                return sm.words
+    words = scratch(index.vocab.num_words, 1)
+    one = len(configs) == 1 and not dfa.flags.item(next(iter(configs))[1]) & STOP  # nothing to expand
+    expanded = configs if one else expand(dfa, configs)
+    items: list[tuple[tuple[int, ...], bytes]] = []  # (stack, escapes) for the walk's resolve
+    base = None  # a dense state mask the result holds: kept as the words apart from it
+    if len(expanded) == 1:
+        ((stack, d),) = expanded
+        sm = state_mask(dfa, index, d, bool(stack), cache)
+        write_row(sm.words, words[None], 0)
+        base = sm.words if type(sm.words) is np.ndarray else None
+        items = [(stack, sm.escapes)] if sm.escapes else []
+    else:
+        words.fill(0)
+        for stack, d in expanded:
+            sm = state_mask(dfa, index, d, bool(stack), cache)
+            or_into(words, sm.words)
+            if sm.escapes:
+                items.append((stack, sm.escapes))
+    if items:
+        index.walk.resolve(index.tables, dfa, items, words)
+    if any(not stack and dfa.is_final.item(d) for stack, d in expanded):  # pda.is_complete
+        words |= index.vocab.eos_words
+    return kept(words, base, index.walk.sparse, index.walk.put)
+
+
+def fill_single(dfa: LazyDfa, index: TokenIndex, configs: States, cache: dict[Key, StateMask],
+                rows: np.ndarray, row: int) -> Words | None:
+    """`compute_mask` of one configuration that can neither call nor return, also written into
+    rows[row] (a new state's walk copies it there itself); None, writing nothing, for any other
+    case. The common mask miss, kept to as few Python calls as possible."""
+    if len(configs) != 1:
+        return None
+    ((stack, d),) = configs
+    if dfa.flags.item(d) & STOP:
+        return None
+    key = (d, stack != ())
+    sm = cache.get(key)
+    if sm is None:
+        words = scratch(index.vocab.num_words)
+        raw = index.walk.mask(index.tables, dfa, index, d, key[1], words, rows, row)
+        sm = cache[key] = keep_walked(dfa, index, d, words, raw)
+        return sm.words if raw is None else None  # (with escapes the walk wrote no row)
+    if not sm.stack_free():
+        return None
+    write_row(sm.words, rows, row)
+    return sm.words

@@ -1,0 +1,100 @@
+"""A mask as it is kept: dense int32 words, or the few words where it differs from a base (SparseWords)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+import numpy as np
+
+# A mask with at most this share of its words apart from its base (zero, its slice's words, or the
+# dense mask of the one state it was resolved from) is kept as those words (SparseWords): a string
+# state on a 262k vocabulary differs from its slice in some hundreds of words (the tokens that
+# close the string), out of 8,192.
+SPARSE_SHARE = 4
+
+Put = Callable[[np.ndarray, int, bytes, "np.ndarray | None"], None]  # a walk's put(rows, row, pairs, base)
+Sparse = Callable[..., "bytes | None"]  # a walk's sparse(words, limit[, base])
+
+
+class SparseWords:
+    """A mask kept as the words where it differs from a shared base it holds whole (none: all zero;
+    a slice's words: a string state; a state's dense mask: that state's mask with the tokens its
+    escapes add, grammar/masks/state_masks.py compute_mask). Most masks are such: a structural
+    state allows a handful of tokens, a string state its slice's tokens and a few more; and a new
+    dense row per mask costs more in page faults (fresh memory: ~20 us for the 32 KB of a 262k
+    vocabulary) than its walk. A bitmask row is written from this in a microsecond or two, by the
+    `put` of the walk that made it (grammar/masks/_walk.c, or its reference)."""
+
+    __slots__ = ("pairs", "index", "value", "base", "num_words", "put")
+
+    def __init__(self, pairs: bytes, base: np.ndarray | None, num_words: int, put: Put) -> None:
+        self.pairs = pairs  # int32 (word position, the mask's word there) pairs, positions increasing
+        both = np.frombuffer(pairs, dtype=np.int32).reshape(-1, 2)
+        self.index, self.value = both[:, 0], both[:, 1]
+        self.base = base  # int32 [num_words] every other word (a subset of the mask), or None: zero
+        self.num_words = num_words
+        self.put = put
+
+    def write(self, rows: np.ndarray, row: int) -> None:
+        """rows[row] = the mask (one C call)."""
+        self.put(rows, row, self.pairs, self.base)
+
+
+Words = np.ndarray | SparseWords  # a mask, int32 [num_words] or its words apart from a base
+
+
+def kept(scratch: np.ndarray, base: np.ndarray | None, sparse: Sparse, put: Put) -> Words:
+    """The mask just walked into `scratch` (reused by the next walk) as it is kept: its words
+    apart from `base` (if it holds base whole) or from zero when few, else a dense copy; `sparse`
+    and `put` are the walk's."""
+    limit = len(scratch) // SPARSE_SHARE
+    raw = None if base is None else sparse(scratch, limit, base)
+    if raw is None:
+        base = None
+        raw = sparse(scratch, limit)
+        if raw is None:
+            return scratch.copy()
+    return SparseWords(raw, base, len(scratch), put)
+
+
+def dense(words: Words) -> np.ndarray:
+    """int32 [num_words] of a kept mask (a new array for SparseWords)."""
+    if type(words) is SparseWords:
+        out = np.zeros(words.num_words, dtype=np.int32) if words.base is None else words.base.copy()
+        out[words.index] = words.value
+        return out
+    return words
+
+
+def write_row(words: Words, rows: np.ndarray, row: int) -> None:
+    """rows[row] = the mask."""
+    if type(words) is SparseWords:
+        words.write(rows, row)
+    else:
+        rows[row] = words
+
+
+def or_into(out: np.ndarray, words: Words) -> None:
+    """out |= the mask."""
+    if type(words) is SparseWords:
+        if words.base is not None:
+            out |= words.base
+        out[words.index] |= words.value
+    else:
+        out |= words
+
+
+_local = threading.local()  # per thread: reused walk buffers
+
+
+def scratch(num_words: int, slot: int = 0) -> np.ndarray:
+    """This thread's reused int32 [num_words] buffer for walks (its pages faulted in once);
+    slot 1 for the general mask path, whose state masks' walks use slot 0 meanwhile."""
+    by_size = getattr(_local, "by_size", None)
+    if by_size is None:
+        by_size = _local.by_size = {}
+    buf = by_size.get((num_words, slot))
+    if buf is None:
+        buf = by_size[(num_words, slot)] = np.zeros(num_words, dtype=np.int32)
+    return buf

@@ -1,0 +1,147 @@
+"""Each C core against its Python reference with the same signature: the row builder
+(grammar/automaton/_dfa.c vs dfa_ref.py) and the mask walk (grammar/masks/_walk.c vs walk_ref.py),
+and the constants of grammar/include/grammar_core.h against grammar/automaton/constants.py."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import pytest
+
+import grammar
+from grammar.automaton import constants, dfa_ref
+from grammar.automaton.dfa import CBuilder
+from grammar.frontends.json_schema import compile_schema_to_grammar
+from grammar.frontends.lark import lark_to_grammar
+from grammar.frontends.regex import regex_to_node
+from grammar.ir import Grammar
+from grammar.masks import walk_ref
+from grammar.masks.index import c_walk
+from tests.grammar.test_mask_paths import LARK, SCHEMAS, _random_vocab
+
+needs_c = pytest.mark.skipif(CBuilder is None or c_walk is None, reason="grammar's C extensions not built")
+HEADER_NAMES = {"UNKNOWN", "DEAD", "FLAG_CALLS", "FLAG_FINAL", "NO_SLICE", "SLICE_UNKNOWN", "UNBOUNDED",
+                "MIN_DOMINANT_BYTES", "MAX_STACK", "MAX_CONFIGS"}  # fmt: skip
+
+
+def _reference(vocab: grammar.Vocabulary) -> grammar.Compiler:
+    return vocab.derived("reference compiler", lambda: grammar.Compiler(vocab, walk=walk_ref, builder=dfa_ref.Builder))
+
+
+def _sources() -> list[Grammar]:
+    out = [compile_schema_to_grammar(s, ws) for s in SCHEMAS for ws in ("compact", "flexible")]
+    return out + [lark_to_grammar(LARK), Grammar({"start": regex_to_node(r"[a-z]{2,}(-[0-9]+)?|\d{3}")})]
+
+
+def _fill(m: grammar.Matcher, vocab: grammar.Vocabulary) -> np.ndarray:
+    bitmask = grammar.allocate_bitmask(2, vocab)
+    m.fill_bitmask(bitmask, 1)
+    return bitmask[1].numpy().copy()
+
+
+@needs_c
+def test_the_header_constants_are_pythons():
+    from grammar.automaton import _dfa
+    from grammar.masks import _walk
+
+    want = {name: getattr(constants, name) for name in HEADER_NAMES}
+    assert _dfa.CONSTANTS == want and _walk.CONSTANTS == want
+
+
+@needs_c
+@pytest.mark.parametrize("seed", [0, 1])
+def test_reference_compiler_gives_the_c_masks(seed):
+    """The whole pipeline on the references (rows in Python, masks by the numpy walk) against the C
+    one: the same masks, accepted tokens and completeness along random walks of allowed tokens."""
+    vocab = _random_vocab(seed)
+    rng = random.Random(seed)
+    eos = set(vocab.eos_token_ids)
+    for source in _sources():
+        fast, slow = grammar.compiler_for(vocab).compile(source), _reference(vocab).compile(source)
+        assert type(slow.dfa.builder) is dfa_ref.Builder and slow.index.walk is walk_ref
+        mf, ms = fast.matcher(), slow.matcher()
+        for _ in range(20):
+            words = _fill(mf, vocab)
+            assert (words == _fill(ms, vocab)).all()
+            assert mf.is_completed() == ms.is_completed()
+            bits = np.unpackbits(words.view(np.uint8), bitorder="little")[: vocab.vocab_size]
+            allowed = set(np.nonzero(bits)[0].tolist())
+            if not allowed - eos:
+                break
+            bad = rng.choice([t for t in range(vocab.vocab_size) if t not in allowed])
+            assert not mf.accept(bad) and not ms.accept(bad)
+            tid = rng.choice(sorted(allowed - eos))
+            assert mf.accept(tid) and ms.accept(tid)
+
+
+@needs_c
+@pytest.mark.model
+def test_reference_compiler_on_a_real_tokenizer(smollm2_tokenizer, smollm2_vocab, bench_rows):
+    eos = smollm2_vocab.eos_token_ids[0]
+    for row in bench_rows[:5]:
+        source = compile_schema_to_grammar(row["schema"], "compact")
+        fast, slow = grammar.compiler_for(smollm2_vocab).compile(source), _reference(smollm2_vocab).compile(source)
+        mf, ms = fast.matcher(), slow.matcher()
+        text = json.dumps(row["valid"][0]["data"], ensure_ascii=False, separators=(",", ":"))
+        for tid in smollm2_tokenizer.encode(text, add_special_tokens=False)[:25] + [eos]:
+            assert (_fill(mf, smollm2_vocab) == _fill(ms, smollm2_vocab)).all(), row["id"]
+            assert mf.accept(tid) == ms.accept(tid), row["id"]
+
+
+@needs_c
+def test_run_matches_on_one_dfa():
+    vocab = _random_vocab(2, size=80)
+    g = grammar.compiler_for(vocab).compile(lark_to_grammar(LARK))
+    rng = random.Random(2)
+    for _ in range(200):
+        data = bytes(rng.choice(b"[],12") for _ in range(rng.randint(0, 8)))
+        d = rng.randrange(g.dfa.num_states)
+        for stop_final in (False, True):
+            assert c_walk.run(g.dfa, d, data, 0, stop_final) == walk_ref.run(g.dfa, d, data, 0, stop_final)
+    for walk in (c_walk, walk_ref):
+        with pytest.raises(IndexError):
+            walk.run(g.dfa, g.dfa.num_states, b"[", 0, False)
+
+
+@needs_c
+def test_sparse_and_put_match():
+    rng = np.random.default_rng(0)
+    for trial in range(50):
+        n = int(rng.integers(1, 90))
+        base = rng.integers(-2**31, 2**31, n, dtype=np.int64).astype(np.int32) & rng.integers(0, 2, n).astype(np.int32) * -1
+        words = base.copy()
+        for i in rng.integers(0, n, int(rng.integers(0, 8))):
+            words[i] |= np.int32(int(rng.integers(1, 1 << 20)))
+        if trial % 5 == 0:
+            words[0] = 0  # may drop bits of the base
+        for limit in (0, 3, 8):
+            for args in ((words, limit), (words, limit, base)):
+                got, want = c_walk.sparse(*args), walk_ref.sparse(*args)
+                assert got == want, (trial, limit, len(args))
+                if got is not None:
+                    rows_c, rows_r = np.full((2, n), 5, np.int32), np.full((2, n), 5, np.int32)
+                    base_arg = args[2] if len(args) == 3 else None
+                    c_walk.put(rows_c, 1, got, base_arg)
+                    walk_ref.put(rows_r, 1, got, base_arg)
+                    assert (rows_c == rows_r).all() and (rows_c[1] == words).all()
+
+
+@needs_c
+def test_mask_ends_agree_on_the_words():
+    """mask_ends: the same tokens as mask(); the end states (an ordering hint for precompute) are
+    states of the DFA, the first one that of a longest allowed token."""
+    vocab = _random_vocab(4)
+    compiler = grammar.compiler_for(vocab)
+    reference = _reference(vocab)
+    for source in _sources():
+        g = compiler.compile(source)
+        for d in range(min(g.dfa.num_states, 30)):
+            for nonempty in (False, True):
+                got, want = np.zeros(vocab.num_words, np.int32), np.zeros(vocab.num_words, np.int32)
+                _, ends_c = c_walk.mask_ends(compiler.index.tables, g.dfa, compiler.index, d, nonempty, got)
+                _, ends_r = walk_ref.mask_ends(reference.index.tables, g.dfa, reference.index, d, nonempty, want)
+                assert (got == want).all(), d
+                assert all(0 <= s < g.dfa.num_states for s in ends_c + ends_r)
+                assert bool(ends_c) == bool(want.any())
