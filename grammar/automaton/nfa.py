@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from grammar.errors import GrammarError
@@ -12,6 +13,12 @@ HOIST_MIN_SIZE = 150     # a repeated item at least this big becomes its own cal
 HOIST_MIN_COPIES = 4     # ...when it is copied at least this many times
 BIG_RULE_SIZE = 4000     # a rule referenced from several places is called, not inlined, above this
 MAX_NFA_STATES = 400_000
+# A grammar whose inlined NFA would pass this many states is built compact: every repeat of
+# COMPACT_REPEAT_SIZE states or more calls its item as a rule instead of copying it (a string with
+# maxLength 32767: one state and a call per character, not a copy of the character's automaton).
+COMPACT_ABOVE = 150_000
+COMPACT_REPEAT_SIZE = 64
+SPLIT_ABOVE = 1024  # compact: a repeat of more copies is blocks of about sqrt(copies) copies, called
 
 
 @dataclass(slots=True)
@@ -92,6 +99,7 @@ class NfaBuilder:
         self.rule_ids: dict[str, int] = {}
         self.pending: list[str] = []
         self.hoisted: dict[int, str] = {}
+        self.compact = self.inline_size(grammar.start, {}) > COMPACT_ABOVE
 
     def build(self) -> Nfa:
         self.rule_id(self.grammar.start)
@@ -109,6 +117,29 @@ class NfaBuilder:
             self.nfa.rule_names.append(name)
             self.pending.append(name)
         return self.rule_ids[name]
+
+    def inline_size(self, name: str, memo: dict[str, int]) -> int:
+        """About how many NFA states rule `name` takes with the rules it inlines (refs of called
+        rules count one; stops counting past COMPACT_ABOVE)."""
+        if name in memo:
+            return memo[name]
+        memo[name] = 1  # (a recursive rule is called: counted once)
+        total = 0
+        stack: list[tuple[Node, int]] = [(self.rules[name], 1)]
+        while stack and total <= COMPACT_ABOVE:
+            node, times = stack.pop()
+            total += times
+            if isinstance(node, (Seq, Alt)):
+                stack.extend((i, times) for i in node.items)
+            elif isinstance(node, Repeat):
+                stack.append((node.item, times * max(node.min if node.max is None else node.max, 1)))
+            elif isinstance(node, Graph):
+                stack.extend((e, times) for _, _, e in node.edges if e is not None)
+                total += times * node.num_states
+            elif isinstance(node, Ref) and node.name in self.rules and not self.is_call(node.name):
+                total += times * self.inline_size(node.name, memo)
+        memo[name] = total
+        return total
 
     def is_call(self, name: str) -> bool:
         if name in self.recursive:
@@ -148,9 +179,13 @@ class NfaBuilder:
             cur = nxt
 
     def emit_repeat(self, node: Repeat, s: int, t: int) -> None:
+        if self.compact and (node.min > SPLIT_ABOVE or (node.max is not None and node.max - node.min > SPLIT_ABOVE)):
+            self.emit(_split(node), s, t)
+            return
         item = node.item
         copies = node.min if node.max is None else node.max
-        if copies >= HOIST_MIN_COPIES and node_size(item, self.rules, self.sizes) >= HOIST_MIN_SIZE:
+        size = node_size(item, self.rules, self.sizes) if copies >= HOIST_MIN_COPIES else 0
+        if size >= HOIST_MIN_SIZE or (self.compact and size * copies >= COMPACT_REPEAT_SIZE):
             name = self.hoisted.setdefault(id(item), f"@repeat{len(self.hoisted)}")
             self.rules[name] = item
             item = Ref(name)
@@ -183,6 +218,32 @@ class NfaBuilder:
                 self.emit(label, states[a], states[b])
         for f in node.finals:
             self.nfa.eps[states[f]].append(t)
+
+
+def _split(node: Repeat) -> Node:
+    """The same language with no repeat of more than about SPLIT_ABOVE copies, in blocks of b
+    copies that are then called rules: item^n as (item^b)^(n // b) item^(n % b), and item^0..m
+    (m = k b + r, r < b) as (item^b)^0..k-1 (item^0..b-1 | item^b item^0..r), where at each point
+    only the block, the short tail and the last block can be under way (a few pushdown
+    configurations, not one per way of cutting the text into blocks)."""
+    item, parts = node.item, []
+    lo = node.min
+    if lo > SPLIT_ABOVE:
+        b = math.isqrt(lo)
+        parts += [Repeat(Repeat(item, b, b), lo // b, lo // b), Repeat(item, lo % b, lo % b)]
+    else:
+        parts.append(Repeat(item, lo, lo))
+    if node.max is None:
+        parts.append(Repeat(item, 0, None))
+    elif node.max - lo > SPLIT_ABOVE:
+        m = node.max - lo
+        b = math.isqrt(m)
+        k, r = divmod(m, b)
+        block = Repeat(item, b, b)
+        parts += [Repeat(block, 0, k - 1), Alt((Repeat(item, 0, b - 1), Seq((block, Repeat(item, 0, r)))))]
+    else:
+        parts.append(Repeat(item, 0, node.max - lo))
+    return Seq(tuple(p for p in parts if not (isinstance(p, Repeat) and p.max == 0)))
 
 
 def build_nfa(grammar: Grammar) -> Nfa:

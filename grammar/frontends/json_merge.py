@@ -17,12 +17,17 @@ DEPENDENCY_KEYS = ("dependencies", "dependentRequired", "dependentSchemas")
 # Internal keyword: a oneOf whose branches only require properties, as a list of groups (lists
 # of required lists), each group satisfied by exactly one of its required lists.
 ONE_OF_REQUIRED = "@oneOfRequired"
+# Internal keywords of a narrowed oneOf branch (grammar/frontends/json_one_of.py): names an object
+# must not hold, and string constraints a string must not meet.
+FORBID = "@forbid"
+EXCLUDE_STRINGS = "@excludeStrings"
 SUPPORTED = frozenset({
     "type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "properties", "required",
     "additionalProperties", "items", "prefixItems", "additionalItems", "minItems", "maxItems",
     "minLength", "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum",
     "exclusiveMaximum", "multipleOf", "nullable", "uniqueItems", "minProperties", "maxProperties",
-    "patternProperties", "not", "dependencies", "dependentRequired", "dependentSchemas", ONE_OF_REQUIRED,
+    "patternProperties", "not", "dependencies", "dependentRequired", "dependentSchemas", ONE_OF_REQUIRED, FORBID,
+    EXCLUDE_STRINGS,
 })
 UNSUPPORTED = frozenset({
     "if", "then", "else",
@@ -120,8 +125,10 @@ def _merge_two(a: dict[str, Any], b: dict[str, Any], where: str) -> dict[str, An
             out[key] = max(old, value)
         elif key in _MAX_KEYS:
             out[key] = min(old, value)
-        elif key == ONE_OF_REQUIRED:
+        elif key in (ONE_OF_REQUIRED, EXCLUDE_STRINGS):
             out[key] = old + value
+        elif key == FORBID:
+            out[key] = list(dict.fromkeys(old + value))
         elif key in DEPENDENCY_KEYS and isinstance(old, dict) and isinstance(value, dict):
             out[key] = _merge_dependencies(old, value, where, key)
         elif key == "not":  # not A and not B == not (A or B)

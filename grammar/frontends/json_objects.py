@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import json
-import re
 from typing import Any, Protocol
 
 from grammar.errors import GrammarError
-from grammar.ir import EMPTY, NOTHING, Graph, Node, Repeat, alt, lit, node_size, opt, seq
 from grammar.frontends.json_closed import closes_object, closes_tuple
+from grammar.frontends.json_merge import FORBID
+from grammar.frontends.json_patterns import extra_member, matching, pattern_schemas
 from grammar.frontends.json_presence import check_declared, escape, presence_graph, presence_rule
-from grammar.frontends.json_text import json_char, key_excluding, quoted
-from grammar.frontends.regex import regex_to_node
+from grammar.ir import EMPTY, NOTHING, Graph, Node, Repeat, alt, lit, node_size, opt, seq
 
 MAX_COUNTED_SIZE = 20_000  # NFA states the copies of counted members may take
 
@@ -38,19 +37,26 @@ def _count(schema: dict[str, Any], key: str, where: str) -> int | None:
 
 
 def object_node(sc: SchemaCompiler, schema: dict[str, Any], where: str) -> Node:
-    """`{` members `}` with declared properties in order, then additional ones if allowed."""
+    """`{` members `}` with declared properties in order, then additional ones if allowed (by
+    patternProperties and additionalProperties: grammar/frontends/json_patterns.py)."""
     props = schema.get("properties", {})
     if not isinstance(props, dict):
         raise GrammarError(f"{where}/properties: must be an object")
     required = schema.get("required", [])
     if not isinstance(required, list):
         raise GrammarError(f"{where}/required: must be an array")
+    forbid = schema.get(FORBID, [])  # names a narrowed oneOf branch must not hold (json_one_of.py)
+    if forbid:
+        if any(name in forbid for name in required):
+            return NOTHING
+        props = {k: v for k, v in props.items() if k not in forbid}
     closed = closes_object(schema, sc.strict)  # strict mode: a required name is then declared too
     extra_schema = False if closed else schema.get("additionalProperties", True)
+    patterns = pattern_schemas(schema, where)
     names = list(props)
     for name in required:
         if name not in props:
-            if extra_schema is False and not closed:
+            if extra_schema is False and not closed and not matching(patterns, name):
                 return NOTHING
             names.append(name)
     ws = sc.ws
@@ -58,8 +64,9 @@ def object_node(sc: SchemaCompiler, schema: dict[str, Any], where: str) -> Node:
     members: list[tuple[Node, bool]] = []
     member_names: list[str] = []
     for name in names:
-        sub = props[name] if name in props else True if closed else extra_schema
-        value = sc.node(sub, f"{where}/properties/{escape(name)}")
+        by_name = matching(patterns, name)  # a pattern's schema applies to a declared property too
+        sub = props[name] if name in props else True if closed or by_name else extra_schema
+        value = sc.node({"allOf": [sub, *by_name]} if by_name else sub, f"{where}/properties/{escape(name)}")
         member = seq(lit(json.dumps(name, ensure_ascii=False)), ws, lit(":"), ws, value)
         if value == NOTHING:
             if name in required:
@@ -67,24 +74,14 @@ def object_node(sc: SchemaCompiler, schema: dict[str, Any], where: str) -> Node:
             continue
         members.append((member, name in required))
         member_names.append(name)
-    extra: Node | None = None
-    patterns = _effective_patterns(schema, extra_schema, names, where)
-    if patterns:
-        value = sc.node(next(iter(patterns.values())), f"{where}/patternProperties/{escape(next(iter(patterns)))}")
-        keys = alt(*[quoted(regex_to_node(p, json_char, f"{where}/patternProperties", search=True)) for p in patterns])
-        if value != NOTHING:
-            extra = seq(keys, ws, lit(":"), ws, value)
-    elif extra_schema is not False:
-        value = sc.node(extra_schema, f"{where}/additionalProperties")
-        if value != NOTHING:
-            extra = seq(key_excluding(names, sc.char), ws, lit(":"), ws, value)
+    extra = extra_member(sc, patterns, extra_schema, names + [f for f in forbid if f not in names], where)
     comma = seq(ws, lit(","), ws)
     if rule:
         for key in ("minProperties", "maxProperties"):
             if key in schema:
                 raise GrammarError(f"{where}/{key}: not supported together with dependencies or a oneOf of required")
         check_declared(rule, names, extra is not None, where)
-        body = presence_graph(members, member_names, extra, comma, rule, where)
+        body = presence_graph(members, member_names, extra, comma, rule, where, ws)
     elif not members and extra is not None and ("minProperties" in schema or "maxProperties" in schema):
         body = _counted(extra, comma, _count(schema, "minProperties", where) or 0, _count(schema, "maxProperties", where))
     else:
@@ -93,7 +90,7 @@ def object_node(sc: SchemaCompiler, schema: dict[str, Any], where: str) -> Node:
         if lo <= num_required and (hi is None or (extra is None and hi >= len(members))):
             body = _members_graph(members, extra, comma)  # the counts follow from the properties
         else:
-            body = _counted_members_graph(members, extra, comma, lo, hi, where)
+            body = _counted_members_graph(members, extra, comma, lo, hi, where, ws)
     return seq(lit("{"), ws, body, ws, lit("}")) if body != NOTHING else NOTHING
 
 
@@ -106,42 +103,6 @@ def _counted(member: Node, comma: Node, lo: int, hi: int | None) -> Node:
     more = Repeat(seq(comma, member), max(lo - 1, 0), None if hi is None else hi - 1)
     some = seq(member, more)
     return some if lo > 0 else alt(EMPTY, some)
-
-
-def _effective_patterns(schema: dict[str, Any], extra_schema: Any, names: list[str], where: str) -> dict[str, Any]:
-    """The patternProperties that shape the extra keys, or {} when they change nothing.
-
-    Exact cases only: every pattern's schema equals additionalProperties (the patterns change
-    nothing), or additionalProperties is false and all patterns share one schema and match
-    no declared property (extra keys are then exactly the strings some pattern matches)."""
-    patterns = schema.get("patternProperties")
-    if patterns is None:
-        return {}
-    if not isinstance(patterns, dict):
-        raise GrammarError(f"{where}/patternProperties: must be an object")
-    here = f"{where}/patternProperties"
-    for pattern in patterns:
-        try:
-            rx = re.compile(pattern)
-        except re.error as exc:
-            raise GrammarError(f"{here}/{escape(pattern)}: invalid pattern ({exc})") from None
-        if extra_schema is False:
-            for name in names:
-                if rx.search(name):
-                    raise GrammarError(f"{here}/{escape(pattern)}: a pattern that matches the declared property "
-                                       f"{name!r} is not supported")  # fmt: skip
-    def canonical(s: Any) -> str:
-        return "true" if s == {} else json.dumps(s, sort_keys=True)
-
-    schemas = {canonical(s) for s in patterns.values()}
-    if schemas <= {canonical(extra_schema)}:
-        return {}
-    if extra_schema is not False:
-        raise GrammarError(f"{here}: only supported with additionalProperties false, or with every pattern's "
-                           f"schema equal to additionalProperties")  # fmt: skip
-    if len(schemas) > 1:
-        raise GrammarError(f"{here}: patterns with different schemas are not supported")
-    return patterns
 
 
 def _members_graph(members: list[tuple[Node, bool]], extra: Node | None, comma: Node) -> Node:
@@ -166,14 +127,15 @@ def _members_graph(members: list[tuple[Node, bool]], extra: Node | None, comma: 
 
 
 def _counted_members_graph(members: list[tuple[Node, bool]], extra: Node | None, comma: Node, lo: int,
-                           hi: int | None, where: str) -> Node:
+                           hi: int | None, where: str, ws: Node) -> Node:
     """`_members_graph` that also counts the members emitted, for min/maxProperties beside
     declared properties: state (i, c) is at member i with c emitted (saturating at `lo` when
     there is no maximum). Each member is built once per count, so the counts are bounded."""
     if hi is not None and hi < lo:
         return NOTHING
     top = lo if hi is None else hi
-    size = sum(node_size(m, {}, {}) for m in [m for m, _ in members] + ([extra] if extra is not None else []))
+    sizes = {id(ws): 1}  # free whitespace counts as one state: the limit is the same in both modes
+    size = sum(node_size(m, {}, sizes) for m in [m for m, _ in members] + ([extra] if extra is not None else []))
     if (top + 1) * size > MAX_COUNTED_SIZE:
         raise GrammarError(f"{where}/{'minProperties' if hi is None else 'maxProperties'}: too many properties "
                            f"to count ({top}) for these property schemas")  # fmt: skip

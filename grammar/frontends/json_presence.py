@@ -87,7 +87,7 @@ def check_declared(rule: Presence, names: list[str], extra_allowed: bool, where:
 
 
 def presence_graph(members: list[tuple[Node, bool]], names: list[str], extra: Node | None, comma: Node,
-                   rule: Presence, where: str) -> Node:
+                   rule: Presence, where: str, ws: Node) -> Node:
     """Members in declared order (then extra ones) where the present set must satisfy `rule`.
 
     State ("at", i, S, some): at member i, S the involved properties emitted, `some` whether
@@ -137,7 +137,8 @@ def presence_graph(members: list[tuple[Node, bool]], names: list[str], extra: No
         ids.setdefault(state, len(ids))
     kept = [(ids[src], ids[dst], label) for src, outs in edges.items() if src in live
             for dst, label in outs if dst in live]  # fmt: skip
-    sizes = {id(m): node_size(m, {}, {}) for m, _ in members}
+    memo = {id(ws): 1}  # free whitespace counts as one state: the limit is the same in both modes
+    sizes = {id(m): node_size(m, {}, memo) for m, _ in members}
     if sum(sizes.get(id(label), 0) for _, _, label in kept) > MAX_PRESENCE_SIZE:
         raise GrammarError(f"{where}: too many combinations of present properties to track for these property schemas")
     return Graph(len(ids), tuple(kept), (ids[("end",)],))

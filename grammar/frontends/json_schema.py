@@ -12,6 +12,7 @@ from grammar.frontends.json_merge import (ANNOTATIONS, ONE_OF_REQUIRED, check_ke
                                  required_only, resolve_pointer)
 from grammar.frontends.json_closed import closed_copy
 from grammar.frontends.json_numbers import integer_node, number_node
+from grammar.frontends.json_one_of import narrow_one_of
 from grammar.frontends.json_objects import array_node, object_node
 from grammar.frontends.json_text import ANY_VALUE, add_any_value, any_json_char, json_literal, quoted, string_body, whitespace
 from grammar.time_limit import check_time_limit
@@ -37,6 +38,7 @@ class SchemaCompiler:
         self.ws = whitespace(whitespace_mode)
         self.char = any_json_char()
         self.ref_rules: dict[str, str] = {}
+        self.languages: dict[str, Any] = {}  # regular languages made once per compile (json_text.string_body)
         self.pending: list[tuple[str, Any, str]] = []
 
     def compile(self) -> Grammar:
@@ -159,16 +161,19 @@ class SchemaCompiler:
         if not isinstance(branches, list) or not branches:
             raise GrammarError(f"{where}/{key}: must be a non-empty array")
         rest = {k: v for k, v in schema.items() if k != key}
-        if key == "oneOf" and not one_of_disjoint(self.root, branches, rest, f"{where}/oneOf", self.strict):
-            required = required_only(self.root, branches)
-            if required is None:
-                raise GrammarError(f"{where}/oneOf: branches may overlap (only provably exclusive oneOf, or one "
-                                   f"whose branches only require properties, is supported)")  # fmt: skip
-            return self.node(self.one_of_required(rest, required, where), where)
         # Properties are emitted in document order: the branch's first when the combinator
         # comes before the sibling properties (also after an allOf merge, which keeps part order).
         keys = list(schema)
         branch_first = "properties" in schema and keys.index(key) < keys.index("properties")
+        if key == "oneOf" and not one_of_disjoint(self.root, branches, rest, f"{where}/oneOf", self.strict):
+            required = required_only(self.root, branches)
+            if required is not None:
+                return self.node(self.one_of_required(rest, required, where), where)
+            narrowed = narrow_one_of(self, rest, branches, f"{where}/oneOf", branch_first)
+            if not narrowed:
+                raise GrammarError(f"{where}/oneOf: branches overlap, and none could be narrowed to instances the "
+                                   f"others reject")  # fmt: skip
+            return alt(*[self.node(b, f"{where}/oneOf") for b in narrowed])
         nodes = []
         for i, branch in enumerate(branches):
             sub = f"{where}/{key}/{i}"
@@ -217,7 +222,7 @@ class SchemaCompiler:
         if t == "boolean":
             return alt(lit("true"), lit("false"))
         if t == "string":
-            return quoted(string_body(schema, where, self.char))
+            return quoted(string_body(schema, where, self.char, self.languages))
         if t == "integer":
             return self.integer(schema, where)
         if t == "number":

@@ -6,7 +6,10 @@ import json
 from typing import Any
 
 from grammar.errors import GrammarError
-from grammar.ir import EMPTY, Bytes, Grammar, Graph, Node, Ref, Repeat, alt, byte_set, lit, merge_ranges, opt, seq, star, subtract_ranges
+from grammar.frontends.json_merge import EXCLUDE_STRINGS
+from grammar.frontends.regular import Dfa, counted, intersect, minus, to_dfa, to_node
+from grammar.ir import (NOTHING, EMPTY, Bytes, Grammar, Graph, Node, Ref, Repeat, alt, byte_set, lit, merge_ranges, opt, seq,
+                        star, subtract_ranges)  # fmt: skip
 from grammar.frontends.json_numbers import number_node
 from grammar.frontends.regex import Ranges, regex_to_node
 from grammar.frontends.unicode import ALL_CHARS, codepoint_ranges_to_node
@@ -111,28 +114,86 @@ def quoted(content: Node) -> Node:
     return seq(lit('"'), content, lit('"'))
 
 
-def string_body(schema: dict[str, Any], where: str, char: Node) -> Node:
-    """The content between the quotes for a string schema (pattern, format or length)."""
+def string_body(schema: dict[str, Any], where: str, char: Node, memo: dict[str, Dfa] | None = None) -> Node:
+    """The content between the quotes for a string schema (pattern, format and length): one
+    constraint as its own grammar, several as the intersection of their languages; `memo` keeps
+    the languages of other oneOf branches' strings for the schema's compile."""
+    memo = {} if memo is None else memo
     pattern, fmt = schema.get("pattern"), schema.get("format")
     min_len, max_len = schema.get("minLength", 0), schema.get("maxLength")
-    has_len = min_len or max_len is not None
-    if pattern is not None and fmt is not None:
-        raise GrammarError(f"{where}/format: not supported together with 'pattern'")
+    if isinstance(min_len, float) and min_len.is_integer():
+        min_len = int(min_len)
+    if isinstance(max_len, float) and max_len.is_integer():
+        max_len = int(max_len)
+    if not isinstance(min_len, int) or isinstance(min_len, bool) or min_len < 0 or (
+            max_len is not None and (not isinstance(max_len, int) or isinstance(max_len, bool))):
+        raise GrammarError(f"{where}/minLength: lengths must be non-negative integers")
+    if max_len is not None and max_len < min_len:
+        return NOTHING
+    parts: list[tuple[str, Node | tuple[int, int | None]]] = []
     if pattern is not None:
-        if has_len:
-            raise GrammarError(f"{where}/pattern: not supported together with minLength/maxLength")
-        return regex_to_node(pattern, json_char, f"{where}/pattern", search=True)
+        if not isinstance(pattern, str):
+            raise GrammarError(f"{where}/pattern: must be a string")
+        parts.append(("pattern", regex_to_node(pattern, json_char, f"{where}/pattern", search=True)))
     if fmt is not None:
         if fmt not in FORMATS:
             raise GrammarError(f"{where}/format: unsupported format {fmt!r}")
-        if has_len:
-            raise GrammarError(f"{where}/format: not supported together with minLength/maxLength")
-        return regex_to_node(FORMATS[fmt], json_char, f"{where}/format")
-    if not isinstance(min_len, int) or (max_len is not None and not isinstance(max_len, int)):
-        raise GrammarError(f"{where}/minLength: lengths must be integers")
-    if max_len is not None and max_len < min_len:
-        raise GrammarError(f"{where}/maxLength: smaller than minLength")
-    return Repeat(char, min_len, max_len)
+        parts.append(("format", regex_to_node(FORMATS[fmt], json_char, f"{where}/format")))
+    excluded = schema.get(EXCLUDE_STRINGS, [])
+    if min_len or max_len is not None:
+        if not parts and not excluded:
+            return Repeat(char, min_len, max_len)
+        parts.append(("maxLength" if max_len is not None else "minLength", (min_len, max_len)))  # counted below
+    if not parts:
+        if not excluded:
+            return Repeat(char, 0, None)
+        parts.append(("type", Repeat(json_char(ALL_CHARS), 0, None)))  # canonical, to subtract from
+    if len(parts) == 1 and not excluded:
+        return parts[0][1]
+    try:
+        dfa = _language(parts[0][1])
+        for _, part in parts[1:]:
+            dfa = intersect(dfa, _language(part))
+        for constraint in excluded:
+            key = json.dumps(constraint, sort_keys=True)
+            other = memo.get(key)
+            if other is None:
+                other = memo[key] = _valid_strings(constraint, where)
+            dfa = minus(dfa, other)
+    except GrammarError as exc:
+        raise GrammarError(f"{where}/{parts[-1][0]}: {exc}") from None
+    return to_node(dfa)
+
+
+def _language(part: Node | tuple[int, int | None]) -> Dfa:
+    """The DFA of a node, or of (min, max) canonical characters."""
+    if isinstance(part, tuple):
+        return counted(to_dfa(json_char(ALL_CHARS)), *part)
+    return to_dfa(part)
+
+
+def _valid_strings(constraint: dict[str, Any], where: str) -> Dfa:
+    """A superset, in canonical encodings, of the strings valid under another oneOf branch's string
+    constraints (grammar/frontends/json_one_of.py): its pattern as Python `re` may read it, its
+    lengths, its enum; its format is not asserted (validators need not)."""
+    out: list[Node | tuple[int, int | None]] = []
+    if "pattern" in constraint:
+        out.append(regex_to_node(constraint["pattern"], json_char, f"{where}/oneOf", search=True, wide=True))
+    lo, hi = constraint.get("minLength", 0), constraint.get("maxLength")
+    if lo or hi is not None:
+        out.append((lo, hi))
+    values = [constraint["const"]] if "const" in constraint else constraint.get("enum")
+    if values is not None:
+        out.append(alt(*[canonical_text(v) for v in values if isinstance(v, str)]))
+    dfa = _language(out[0] if out else (0, None))
+    for part in out[1:]:
+        dfa = intersect(dfa, _language(part))
+    return dfa
+
+
+def canonical_text(text: str) -> Node:
+    """Every canonical encoding of `text` as JSON string content (`/` may be written `\\/`)."""
+    return seq(*[json_char(((ord(c), ord(c)),)) for c in text]) if text else EMPTY
 
 
 def whitespace(mode: str) -> Node:

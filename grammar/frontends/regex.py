@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Callable
 
 from grammar.errors import GrammarError
-from grammar.ir import EMPTY, Node, Repeat, alt, merge_ranges, seq, subtract_ranges
+from grammar.frontends.regular import between, to_dfa, to_node
 from grammar.frontends.unicode import ALL_CHARS, codepoint_ranges_to_node
+from grammar.ir import EMPTY, Alt, Bytes, Node, Repeat, Seq, alt, merge_ranges, seq, subtract_ranges
 
 Ranges = tuple[tuple[int, int], ...]
 DIGIT: Ranges = ((48, 57),)
@@ -21,28 +22,35 @@ def negate(ranges: Ranges) -> Ranges:
     return subtract_ranges(ALL_CHARS, merge_ranges(ranges))
 
 
-class RegexParser:
-    """Recursive-descent parser; `char_node` turns a code point class into bytes."""
+# Anchors as marker bytes that never occur in UTF-8 (a text is matched as START text END):
+# grammar/frontends/regular.py `between` takes them off again.
+START = Bytes(((0xFE, 0xFE),))
+END = Bytes(((0xFF, 0xFF),))
+NON_ASCII: Ranges = ((0x80, 0x10FFFF),)
 
-    def __init__(self, pattern: str, char_node: Callable[[Ranges], Node], where: str) -> None:
+
+class RegexParser:
+    """Recursive-descent parser; `char_node` turns a code point class into bytes. `^` and `$`
+    become the START and END markers wherever they are. `wide`: a superset of Python `re`'s
+    language as well as of ours (its \\d, \\w, \\s also take non-ASCII characters; `$` also
+    before a final newline), for the keys no pattern may match."""
+
+    def __init__(self, pattern: str, char_node: Callable[[Ranges], Node], where: str, wide: bool = False) -> None:
         self.p = pattern
         self.i = 0
         self.char_node = char_node
         self.where = where
+        self.wide = wide
+        self.has_anchors = False
 
     def error(self, msg: str) -> GrammarError:
         return GrammarError(f"{self.where}: regex {self.p!r}: {msg} at offset {self.i}")
 
-    def parse(self) -> tuple[Node, bool, bool]:
-        """The node plus whether the pattern is anchored at its start and its end."""
-        start_anchor = self.p.startswith("^")
-        if start_anchor:
-            self.i = 1
+    def parse(self) -> Node:
         node = self.alternation()
         if self.i != len(self.p):
             raise self.error("unbalanced ')'")
-        end_anchor = getattr(self, "_end_anchor", False)
-        return node, start_anchor, end_anchor
+        return node
 
     def alternation(self) -> Node:
         options = [self.sequence()]
@@ -54,14 +62,15 @@ class RegexParser:
     def sequence(self) -> Node:
         items: list[Node] = []
         while self.i < len(self.p) and self.p[self.i] not in "|)":
-            if self.p[self.i] == "$":
+            c = self.p[self.i]
+            if c in "^$":
                 self.i += 1
-                if self.i == len(self.p) or self.p[self.i] in "|)":
-                    self._end_anchor = True
-                    continue
-                raise self.error("'$' in the middle")
-            if self.p[self.i] == "^":
-                raise self.error("'^' in the middle")
+                self.has_anchors = True
+                if c == "$" and self.wide:  # Python's `$` also matches before a final newline
+                    items.append(seq(Repeat(self.char_node(((10, 10),)), 0, 1), END))
+                else:
+                    items.append(START if c == "^" else END)
+                continue
             items.append(self.quantified(self.atom()))
         return seq(*items) if items else EMPTY
 
@@ -104,8 +113,9 @@ class RegexParser:
             self.i += 1
             return self.char_node(negate(((10, 10),)))
         if c == "\\":
+            wide = self.wide and self.p[self.i + 1 : self.i + 2].lower() in _CLASS_ESCAPES
             ranges = self.escape(in_class=False)
-            return self.char_node(ranges)
+            return self.char_node(merge_ranges(ranges + NON_ASCII) if wide else ranges)
         if c in "*+?":
             raise self.error("nothing to repeat")
         self.i += 1
@@ -154,6 +164,7 @@ class RegexParser:
         return ((ord(c), ord(c)),)
 
     def char_class(self) -> Ranges:
+        start = self.i
         self.i += 1
         negated = self.p.startswith("^", self.i)
         if negated:
@@ -180,7 +191,21 @@ class RegexParser:
             else:
                 ranges.extend(lo_r)
         merged = merge_ranges(ranges)
-        return negate(merged) if negated else merged
+        out = negate(merged) if negated else merged
+        if self.wide and self._class_escape_at(start):  # Python's \\d \\w \\s differ on non-ASCII only
+            out = merge_ranges(out + NON_ASCII)
+        return out
+
+    def _class_escape_at(self, start: int) -> bool:
+        """Whether the class that began at `start` holds a \\d \\w \\s escape (or a negated one)."""
+        body, k = self.p[start : self.i], 0
+        while k < len(body):
+            if body[k] == "\\":
+                if body[k + 1 : k + 2].lower() in _CLASS_ESCAPES:
+                    return True
+                k += 1
+            k += 1
+        return False
 
     def class_atom(self) -> Ranges:
         if self.p[self.i] == "\\":
@@ -191,10 +216,45 @@ class RegexParser:
 
 
 def regex_to_node(pattern: str, char_node: Callable[[Ranges], Node] = codepoint_ranges_to_node,
-                  where: str = "regex", search: bool = False) -> Node:
-    """The language of `pattern`: full match, or with `search` JSON-Schema `re.search` semantics."""
-    node, start_anchor, end_anchor = RegexParser(pattern, char_node, where).parse()
-    if search:
-        anything = Repeat(char_node(ALL_CHARS), 0, None)
-        node = seq(*([] if start_anchor else [anything]), node, *([] if end_anchor else [anything]))
-    return node
+                  where: str = "regex", search: bool = False, wide: bool = False) -> Node:
+    """The language of `pattern`: full match, or with `search` JSON-Schema `re.search` semantics
+    (`wide`: see RegexParser). Anchors at the ends of the pattern shape the node directly; an
+    anchor anywhere else (`^a|b$`, `(^x|y)z`) goes through the marker automaton."""
+    parser = RegexParser(pattern, char_node, where, wide)
+    node = parser.parse()
+    ends = _end_anchors(node) if parser.has_anchors else (node, False, False)
+    anything = Repeat(char_node(ALL_CHARS), 0, None)
+    if ends is not None:
+        node, start_anchor, end_anchor = ends
+        if not search:
+            return node
+        return seq(*([] if start_anchor else [anything]), node, *([] if end_anchor else [anything]))
+    around = (anything, node, anything) if search else (node,)
+    try:
+        return to_node(between(to_dfa(seq(Repeat(START, 0, 1), *around, Repeat(END, 0, 1))), 0xFE, 0xFF))
+    except GrammarError as exc:
+        raise GrammarError(f"{where}: regex {pattern!r}: anchors inside the pattern: {exc}") from None
+
+
+def _end_anchors(node: Node) -> tuple[Node, bool, bool] | None:
+    """(the node without them, anchored at the start, at the end) when the only anchors are a
+    leading `^` and a trailing `$` of the whole pattern; None otherwise."""
+    items = list(node.items) if isinstance(node, Seq) else [node]
+    start = bool(items) and items[0] == START
+    if start:
+        items = items[1:]
+    end = bool(items) and items[-1] == END  # (wide: the optional newline before it stays)
+    if end:
+        items = items[:-1]
+    rest = seq(*items) if items else EMPTY
+    return None if _has_anchor(rest) else (rest, start, end)
+
+
+def _has_anchor(node: Node) -> bool:
+    if node in (START, END):
+        return True
+    if isinstance(node, (Seq, Alt)):
+        return any(_has_anchor(i) for i in node.items)
+    if isinstance(node, Repeat):
+        return _has_anchor(node.item)
+    return False

@@ -124,11 +124,6 @@ def test_flexible_whitespace_is_bounded():
     [
         ({"not": {"type": "string", "minLength": 2}}, "/not"),
         ({"type": "object", "properties": {"x": {"if": {}, "then": {}}}}, "/properties/x/if"),
-        ({"type": "object", "patternProperties": {"^a": {"type": "integer"}}}, "/patternProperties"),
-        ({"type": "object", "properties": {"xa": {}}, "patternProperties": {"a": {"type": "integer"}},
-          "additionalProperties": False}, "declared property"),
-        ({"type": "object", "patternProperties": {"^a": {"type": "integer"}, "^b": {"type": "string"}},
-          "additionalProperties": False}, "different schemas"),
         ({"allOf": [{"properties": {"a": {}}}, {"patternProperties": {"^b": {"type": "integer"}},
                                                  "additionalProperties": False}]}, "/allOf"),
         ({"type": "array", "items": {"type": "integer"}, "uniqueItems": True}, "/uniqueItems"),

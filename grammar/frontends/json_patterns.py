@@ -1,0 +1,117 @@
+"""patternProperties: which schemas a property's value must meet by its name, and the members beyond the declared ones.
+
+A name that a pattern matches takes that pattern's schema (with its own, if declared; all of the
+matching patterns' schemas together); a name no pattern matches and no property declares takes
+`additionalProperties`. The names of each case are a regular language of JSON string content
+(grammar/frontends/regular.py), in canonical encodings. Our regex language of a pattern lies
+within Python `re`'s (the validators'): a pattern's names are taken from ours, and the names no
+pattern matches from outside a widened language that holds both, so a name on which the two
+could disagree is in no case and is never written.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from itertools import combinations
+from typing import Any
+
+from grammar.errors import GrammarError
+from grammar.frontends.json_presence import escape
+from grammar.frontends.json_text import canonical_text, json_char, key_excluding, quoted
+from grammar.frontends.regex import regex_to_node
+from grammar.frontends.regular import Dfa, intersect, minus, to_dfa, to_node
+from grammar.frontends.unicode import ALL_CHARS
+from grammar.ir import NOTHING, Node, Repeat, alt, lit, seq
+
+MAX_MIXED_PATTERNS = 4  # patterns with different schemas: one case per subset of them that match
+
+
+def pattern_schemas(schema: dict[str, Any], where: str) -> dict[str, Any]:
+    """The object's patternProperties (pattern -> schema), each pattern checked to compile."""
+    patterns = schema.get("patternProperties")
+    if patterns is None:
+        return {}
+    if not isinstance(patterns, dict):
+        raise GrammarError(f"{where}/patternProperties: must be an object")
+    for pattern in patterns:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise GrammarError(f"{where}/patternProperties/{escape(pattern)}: invalid pattern ({exc})") from None
+    return patterns
+
+
+def matching(patterns: dict[str, Any], name: str) -> list[Any]:
+    """The schemas of the patterns that match a declared name (as the validators see it)."""
+    return [sub for pattern, sub in patterns.items() if re.search(pattern, name)]
+
+
+def _canonical(schema: Any) -> str:
+    return "true" if schema == {} else json.dumps(schema, sort_keys=True)
+
+
+def extra_member(sc: Any, patterns: dict[str, Any], extra_schema: Any, names: list[str], where: str) -> Node | None:
+    """One member whose name is none of `names` (None: no such member is allowed); `sc` is the
+    schema compiler (grammar/frontends/json_objects.py SchemaCompiler)."""
+    ws = sc.ws
+    if not patterns or (extra_schema is not False and {_canonical(s) for s in patterns.values()} == {_canonical(extra_schema)}
+                        and not any(matching(patterns, n) for n in names)):  # fmt: skip
+        if extra_schema is False:
+            return None
+        value = sc.node(extra_schema, f"{where}/additionalProperties")
+        return None if value == NOTHING else seq(key_excluding(names, sc.char), ws, lit(":"), ws, value)
+    cases = _pattern_cases(sc, patterns, names, where)
+    if extra_schema is not False:
+        value = sc.node(extra_schema, f"{where}/additionalProperties")
+        if value != NOTHING:
+            other = _any_name()
+            for pattern in patterns:
+                other = minus(other, _language(pattern, f"{where}/patternProperties", wide=True))
+            cases.append((to_node(minus(other, _names(names))), value))
+    members = [seq(quoted(keys), ws, lit(":"), ws, value) for keys, value in cases if keys != NOTHING and value != NOTHING]
+    return alt(*members) if members else None
+
+
+def _pattern_cases(sc: Any, patterns: dict[str, Any], names: list[str], where: str) -> list[tuple[Node, Node]]:
+    """(names, value) for the names some pattern matches: one case when the patterns share a
+    schema, else one per set of patterns that match together."""
+    here = f"{where}/patternProperties"
+    named = any(matching(patterns, n) for n in names)
+    schemas = {_canonical(s) for s in patterns.values()}
+    if len(schemas) == 1:
+        pattern, schema = next(iter(patterns.items()))
+        keys = alt(*[regex_to_node(p, json_char, f"{here}/{escape(p)}", search=True) for p in patterns])
+        if named:  # a declared name is a member of its own
+            keys = to_node(minus(to_dfa(keys), _names(names)))
+        return [(keys, sc.node(schema, f"{here}/{escape(pattern)}"))]
+    if len(patterns) > MAX_MIXED_PATTERNS:
+        raise GrammarError(f"{here}: more than {MAX_MIXED_PATTERNS} patterns with different schemas are not supported")
+    narrow = {p: _language(p, here, wide=False) for p in patterns}
+    wide = {p: _language(p, here, wide=True) for p in patterns}
+    declared = _names(names)
+    out: list[tuple[Node, Node]] = []
+    for size in range(1, len(patterns) + 1):
+        for chosen in combinations(patterns, size):
+            keys = _any_name()
+            for p in patterns:
+                keys = intersect(keys, narrow[p]) if p in chosen else minus(keys, wide[p])
+            keys = minus(keys, declared)
+            if keys.is_empty():
+                continue
+            value = sc.node({"allOf": [patterns[p] for p in chosen]}, f"{here}/{escape(chosen[0])}")
+            out.append((to_node(keys), value))
+    return out
+
+
+def _language(pattern: str, where: str, wide: bool) -> Dfa:
+    return to_dfa(regex_to_node(pattern, json_char, f"{where}/{escape(pattern)}", search=True, wide=wide))
+
+
+def _any_name() -> Dfa:
+    return to_dfa(Repeat(json_char(ALL_CHARS), 0, None))
+
+
+def _names(names: list[str]) -> Dfa:
+    """The declared names, in every canonical encoding."""
+    return to_dfa(alt(*[canonical_text(n) for n in names]) if names else NOTHING)
