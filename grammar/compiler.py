@@ -17,7 +17,7 @@ from grammar.frontends.json_schema import compile_schema_to_grammar
 from grammar.frontends.lark import lark_to_grammar
 from grammar.frontends.regex import regex_to_node
 from grammar.frontends.structural import structural_to_grammar
-from grammar.ir import Grammar, alt, lit
+from grammar.ir import Grammar, literals
 from grammar.masks.index import DEFAULT_WALK, TokenIndex
 from grammar.vocab import Vocabulary
 
@@ -52,7 +52,13 @@ class Compiler:
             hit = self._cache.get(key)
         if hit is not None:
             return hit
-        compiled = self.compile(build())  # outside the lock: compiles of other grammars go on
+        try:
+            compiled = self.compile(build())  # outside the lock: compiles of other grammars go on
+        except RecursionError:
+            raise GrammarError("grammar nested too deeply to compile") from None
+        if not compiled.mask(compiled.initial).any():  # its matcher would allow no token at all
+            raise GrammarError("the grammar accepts no text (a rule that refers to itself before any input, "
+                               "such as a $ref to itself?)")  # fmt: skip
         with self._lock:
             if len(self._cache) >= MAX_CACHED_GRAMMARS:
                 self._cache.pop(next(iter(self._cache)))
@@ -62,7 +68,7 @@ class Compiler:
     def compile_json_schema(self, schema: dict[str, Any] | str | bool, whitespace: str = "compact",
                             strict: bool = False) -> CompiledGrammar:
         """See the module function."""
-        text = schema if isinstance(schema, str) else json.dumps(schema, sort_keys=False)
+        text = schema if isinstance(schema, str) else _key_text(schema)
         return self._cached(("json", text, whitespace, strict), lambda: compile_schema_to_grammar(schema, whitespace, strict))
 
     def compile_regex(self, pattern: str) -> CompiledGrammar:
@@ -71,7 +77,7 @@ class Compiler:
     def compile_choice(self, choices: list[str]) -> CompiledGrammar:
         if not choices or not all(isinstance(c, str) for c in choices):
             raise GrammarError("choice needs a non-empty list of strings")
-        return self._cached(("choice", tuple(choices)), lambda: Grammar({"start": alt(*[lit(c) for c in choices])}))
+        return self._cached(("choice", tuple(choices)), lambda: Grammar({"start": literals([c.encode() for c in choices])}))
 
     def compile_lark(self, text: str) -> CompiledGrammar:
         return self._cached(("lark", text), lambda: lark_to_grammar(text))
@@ -80,8 +86,16 @@ class Compiler:
         return self._cached(("gbnf", text), lambda: gbnf_to_grammar(text))
 
     def compile_structural_tag(self, spec: dict[str, Any], strict: bool = False) -> CompiledGrammar:
-        key = json.dumps(spec, sort_keys=True, default=repr)
+        key = _key_text(spec, sort_keys=True, default=repr)
         return self._cached(("structural", key, strict), lambda: structural_to_grammar(spec, strict))
+
+
+def _key_text(value: Any, **options: Any) -> str:
+    """`value` as JSON text for a cache key; GrammarError when it is nested too deeply for that."""
+    try:
+        return json.dumps(value, **options)
+    except RecursionError:
+        raise GrammarError("grammar nested too deeply to compile") from None
 
 
 def compiler_for(vocab: Vocabulary) -> Compiler:

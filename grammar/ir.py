@@ -76,13 +76,11 @@ def seq(*items: Node) -> Node:
 
 def alt(*items: Node) -> Node:
     """Alternation (flattened, duplicates and NOTHING dropped)."""
-    flat: list[Node] = []
+    flat: dict[Node, None] = {}  # ordered, and duplicates found by hash (an enum may have 100,000 values)
     for item in items:
-        if isinstance(item, Alt):
-            flat.extend(item.items)
-        elif item not in flat:
-            flat.append(item)
-    return flat[0] if len(flat) == 1 else Alt(tuple(flat))
+        for one in item.items if isinstance(item, Alt) else (item,):
+            flat.setdefault(one)
+    return next(iter(flat)) if len(flat) == 1 else Alt(tuple(flat))
 
 
 def opt(item: Node) -> Node:
@@ -106,7 +104,41 @@ def byte_set(chars: str | bytes) -> Bytes:
 def lit(text: str | bytes) -> Node:
     """The exact byte string (UTF-8 for `str`)."""
     data = text.encode() if isinstance(text, str) else text
-    return seq(*[Bytes(((b, b),)) for b in data]) if data else EMPTY
+    if len(data) == 1:
+        return _SINGLE_BYTES[data[0]]
+    return Seq(tuple(_SINGLE_BYTES[b] for b in data)) if data else EMPTY
+
+
+def literals(texts: list[bytes]) -> Node:
+    """Any one of the byte strings, as a trie (a Graph: shared prefixes built once, every
+    leaf one shared final state), so an enum of 100,000 values is some 100,000 states, not a
+    million. Few strings stay a plain alternation."""
+    if len(texts) <= LITERALS_AS_ALT:
+        return alt(*[lit(t) for t in texts])
+    children: list[dict[int, int]] = [{}]
+    final: set[int] = set()
+    for text in texts:
+        node = 0
+        for b in text:
+            nxt = children[node].get(b)
+            if nxt is None:
+                nxt = children[node][b] = len(children)
+                children.append({})
+            node = nxt
+        final.add(node)
+    number = {}  # inner nodes numbered in creation order (the root is 0); every leaf is `end`
+    for i, kids in enumerate(children):
+        if kids or i == 0:
+            number[i] = len(number)
+    end = len(number)
+    edges = tuple((number[a], number.get(c, end), _SINGLE_BYTES[b])
+                  for a, kids in enumerate(children) for b, c in kids.items())
+    finals = tuple(sorted(number[f] for f in final if f in number)) + (end,)
+    return Graph(end + 1, edges, finals)
+
+
+LITERALS_AS_ALT = 16
+_SINGLE_BYTES = tuple(Bytes(((b, b),)) for b in range(256))  # immutable: lit's nodes, built once
 
 
 def merge_ranges(ranges: list[tuple[int, int]] | tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:

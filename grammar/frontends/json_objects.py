@@ -11,6 +11,7 @@ from grammar.frontends.json_merge import FORBID
 from grammar.frontends.json_patterns import extra_member, matching, pattern_schemas
 from grammar.frontends.json_presence import check_declared, escape, presence_graph, presence_rule
 from grammar.ir import EMPTY, NOTHING, Graph, Node, Repeat, alt, lit, node_size, opt, seq
+from grammar.time_limit import check_time_limit
 
 MAX_COUNTED_SIZE = 20_000  # NFA states the copies of counted members may take
 
@@ -193,8 +194,15 @@ def array_node(sc: SchemaCompiler, schema: dict[str, Any], where: str) -> Node:
     else:
         tail = Repeat(seq(comma, rest), 0, None if hi is None else hi - start)
     body = tail
-    for i in range(start - 1, -1, -1):
-        element = elements[i] if i < k else rest
+    if lo > k:  # the required `rest` elements after the prefix, as one counted repeat (minItems may be huge)
+        if rest == NOTHING:
+            return NOTHING
+        n = lo - k - (k == 0)
+        counted = Repeat(seq(comma, rest), n, n) if n else EMPTY
+        body = seq(counted, tail) if k else seq(rest, counted, tail)
+    for i in range(k - 1, -1, -1):
+        check_time_limit()
+        element = elements[i]
         if element == NOTHING or (hi is not None and i >= hi):
             body = EMPTY if i >= lo else NOTHING
             continue

@@ -7,14 +7,14 @@ import math
 from typing import Any
 
 from grammar.errors import GrammarError
-from grammar.ir import NOTHING, Grammar, Node, Ref, alt, lit
+from grammar.ir import NOTHING, Grammar, Node, Ref, alt, lit, literals
 from grammar.frontends.json_merge import (ANNOTATIONS, ONE_OF_REQUIRED, check_keywords, merge_all, one_of_disjoint,
                                  required_only, resolve_pointer)
 from grammar.frontends.json_closed import closed_copy
 from grammar.frontends.json_numbers import integer_node, number_node
 from grammar.frontends.json_one_of import narrow_one_of
 from grammar.frontends.json_objects import array_node, object_node
-from grammar.frontends.json_text import ANY_VALUE, add_any_value, any_json_char, json_literal, quoted, string_body, whitespace
+from grammar.frontends.json_text import ANY_VALUE, add_any_value, any_json_char, json_literal, literal_texts, quoted, string_body, whitespace
 from grammar.time_limit import check_time_limit
 
 TYPES = ("null", "boolean", "object", "array", "number", "integer", "string")
@@ -207,14 +207,16 @@ class SchemaCompiler:
         defs = {k: self.root.get(k, {}) for k in ("$defs", "definitions")} if isinstance(self.root, dict) else {}
         checker = validator(closed_copy({**rest, **defs}) if self.strict else {**rest, **defs})
         options = []
-        for v in values:
+        for i, v in enumerate(values):
+            if i & 1023 == 1023:
+                check_time_limit()
             try:
                 ok = checker.is_valid(v) if len(rest.keys() - ANNOTATIONS) else True
             except Exception:
                 ok = True
             if ok:
-                options.append(json_literal(v))
-        return alt(*options) if options else NOTHING
+                options.extend(literal_texts(v))
+        return literals(options) if options else NOTHING
 
     def typed(self, t: str, schema: dict[str, Any], where: str) -> Node:
         if t == "null":

@@ -207,10 +207,15 @@ def whitespace(mode: str) -> Node:
 def json_literal(value: Any) -> Node:
     """The compact serialization of a JSON value; an integral float also as the integer (2.0 == 2
     in JSON Schema, and a model writes 2)."""
-    text = lit(json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False))
+    return alt(*[lit(t) for t in literal_texts(value)])
+
+
+def literal_texts(value: Any) -> list[bytes]:
+    """json_literal's texts (UTF-8)."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
     if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
-        return alt(lit(str(int(value))), text)
-    return text
+        return [str(int(value)).encode(), text]
+    return [text]
 
 
 def key_excluding(names: list[str], char: Node) -> Node:
