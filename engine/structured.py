@@ -36,6 +36,28 @@ class _Pending:
     deadline: float
 
 
+# Checks waited on at once in one GrammarChecker; more wait for a place. Each compile runs on a
+# thread of its own, so that one past its limit (given up on at the limit; it stops itself at its
+# next deadline check) never holds up the compile of the next request.
+MAX_CHECKS_RUNNING = 8
+
+
+def start_thread(fn: Callable[[], object], name: str) -> Future:
+    """Runs `fn` on a new daemon thread; its result or exception in the returned future. A
+    caller that stops waiting abandons the thread, and nothing else waits for it."""
+    future: Future = Future()
+    future.set_running_or_notify_cancel()
+
+    def run() -> None:
+        try:
+            future.set_result(fn())
+        except BaseException as exc:  # handed to whoever waits
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name=name, daemon=True).start()
+    return future
+
+
 def compile_spec(spec: StructuredSpec, vocab, limit: float | None = None, open_objects: bool = False):
     """Compiles a spec to a grammar.CompiledGrammar; raises grammar.GrammarError or ValueError
     (also once `limit` seconds have passed: the compile stops and frees its thread).
@@ -91,8 +113,9 @@ class GrammarChecker:
         self._eos_token_ids = list(eos_token_ids)
         self._timeout = compile_timeout
         self._open_objects = open_objects
-        self._executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="grammar-check")
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="grammar-vocab")
         self._vocab: Future | None = None
+        self._running: asyncio.Semaphore | None = None  # made on the event loop's thread
 
     def warm(self) -> None:
         """Starts building the vocabulary (about a second for a 50k vocabulary) in the background."""
@@ -107,9 +130,11 @@ class GrammarChecker:
         def compile_now() -> None:
             compile_spec(spec, vocab_future.result(), self._timeout, self._open_objects)
 
-        loop = asyncio.get_running_loop()
+        if self._running is None:
+            self._running = asyncio.Semaphore(MAX_CHECKS_RUNNING)
         try:
-            await asyncio.wait_for(loop.run_in_executor(self._executor, compile_now), self._timeout)
+            async with self._running:
+                await asyncio.wait_for(asyncio.wrap_future(start_thread(compile_now, "grammar-check")), self._timeout)
         except asyncio.TimeoutError:
             raise ValueError(f"grammar compilation exceeded the limit of {self._timeout:g} s") from None
         except ValueError:
@@ -162,10 +187,10 @@ class StructuredOutputs:
         compile_spec(spec, self._vocabulary(), self._timeout, self._open_objects)
 
     def submit(self, request) -> None:
-        """Starts compiling the request's grammar on the worker thread."""
+        """Starts compiling the request's grammar on a thread of its own (a slow compile holds up no other)."""
         spec = request.params.structured
-        future = self._compile_executor().submit(
-            lambda: compile_spec(spec, self._vocabulary(), self._timeout, self._open_objects))
+        future = start_thread(lambda: compile_spec(spec, self._vocabulary(), self._timeout, self._open_objects),
+                              "grammar-compile")  # fmt: skip
         self.pending.append(_Pending(request, future, time.monotonic() + self._timeout))
 
     def poll(self) -> tuple[list, list[tuple[object, str]]]:
