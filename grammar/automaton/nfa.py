@@ -69,6 +69,7 @@ def _recursive_rules(graph: dict[str, set[str]]) -> set[str]:
     """Rules that can reach themselves through references."""
     out: set[str] = set()
     for start in graph:
+        check_time_limit()  # rules times references: thousands of $defs
         seen: set[str] = set()
         todo = list(graph[start])
         while todo:
