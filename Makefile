@@ -8,7 +8,7 @@ ARGS ?=
 setup: $(VENV)/.installed
 
 # setup.py and the C sources and headers too: `pip install -e .` rebuilds grammar's C extensions in place.
-$(VENV)/.installed: pyproject.toml setup.py $(wildcard grammar/*.c grammar/*.h)
+$(VENV)/.installed: pyproject.toml setup.py $(wildcard grammar/*.c grammar/*.h grammar/*/*.c grammar/*/*.h)
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	# No CUDA here: take the CPU wheel of torch that lies on disk before anything asks for torch.
