@@ -42,6 +42,9 @@ class EngineConfig:
     model_impl: str = "auto"  # "native", "transformers", or "auto": native where we implement the architecture
     enforce_eager: bool = False  # CUDA: no graph capture, every step eager
     gpu_memory_utilization: float = 0.9  # CUDA: share of the GPU's memory for weights, activations and KV cache
+    speculative: str | None = None  # None (off), "ngram", "draft" (same vocabulary) or "tli" (any vocabulary)
+    draft_model: str | None = None  # the draft of "draft" / "tli": HF folder or GGUF; None: the embedded default model
+    num_speculative_tokens: int | None = None  # drafts per request per step; None: auto (dynamic, 0 to 8)
 
     def validate(self) -> None:
         """Raises ValueError naming the first field out of range."""
@@ -66,3 +69,9 @@ class EngineConfig:
             raise ValueError(f"gpu_memory_utilization must be in (0, 1], got {self.gpu_memory_utilization}")
         if self.model_impl not in ("auto", "native", "transformers"):
             raise ValueError(f"model_impl must be auto, native or transformers, got {self.model_impl!r}")
+        if self.speculative not in (None, "ngram", "draft", "tli"):
+            raise ValueError(f"speculative must be ngram, draft or tli, got {self.speculative!r}")
+        if self.num_speculative_tokens is not None and not 1 <= self.num_speculative_tokens <= 64:
+            raise ValueError(f"num_speculative_tokens must be in [1, 64] (or None: auto), got {self.num_speculative_tokens}")
+        if self.draft_model is not None and self.speculative not in ("draft", "tli"):
+            raise ValueError("draft_model needs speculative 'draft' or 'tli'")

@@ -21,7 +21,8 @@ from engine.request import Request
 from engine.runner import ModelRunner
 from engine.runner.cuda_graphs import CudaGraphBackend
 from engine.runner.gpu_memory import bytes_per_block, profile_num_blocks
-from engine.scheduler import Scheduler, SchedulerOutput
+from engine.scheduler import Progress, Scheduler, SchedulerOutput
+from engine.spec import TargetFacts, build_speculator
 from engine.structured import StructuredOutputs
 from engine.validation import validate_request
 from schemas.engine import EngineOutput, EngineRequest, EngineStats, ModelInfo, TokenLogprob
@@ -45,6 +46,18 @@ def eos_token_ids(folder, config: dict) -> list[int]:
     return ids
 
 
+def load_engine_model(config: EngineConfig, model: str | None, device: torch.device, dtype_name: str, model_impl: str):
+    """(files, loaded model, KV cache dtype name) of `model` under the config's loading rules."""
+    files = resolve_model(model, config.cache_dir)
+    loaded = load_model(files.folder, files.config, device, _DTYPES[dtype_name], model_impl, config.quantization,
+                        config.cpu_kernels, config.cache_dir)  # fmt: skip
+    if loaded.use_cpu_kernels:
+        kv_name = config.kv_cache_dtype or hardware.default_kv_dtype(dtype_name, True)
+    else:
+        kv_name = dtype_name  # the torch path reads the cache in the model's dtype only
+    return files, loaded, kv_name
+
+
 def _num_blocks(config: EngineConfig, model, dtype: torch.dtype, device: torch.device) -> int:
     """The configured count; on CUDA what `gpu_memory_utilization` leaves after a profiling step;
     elsewhere `kv_cache_gib`'s worth."""
@@ -66,7 +79,6 @@ class EngineCore:
 
     def __init__(self, config: EngineConfig) -> None:
         config.validate()
-        files = resolve_model(config.model, config.cache_dir)
         device = torch.device(config.device or ("cuda" if torch.cuda.is_available() else "cpu"))
         dtype_name = config.dtype or hardware.default_dtype(device)
         dtype = _DTYPES[dtype_name]
@@ -74,13 +86,8 @@ class EngineCore:
         if num_threads:
             torch.set_num_threads(num_threads)
         torch.manual_seed(config.seed)
-        loaded = load_model(files.folder, files.config, device, dtype, config.model_impl, config.quantization,
-                            config.cpu_kernels, config.cache_dir)  # fmt: skip
+        files, loaded, kv_name = load_engine_model(config, config.model, device, dtype_name, config.model_impl)
         model = loaded.model
-        if loaded.use_cpu_kernels:
-            kv_name = config.kv_cache_dtype or hardware.default_kv_dtype(dtype_name, True)
-        else:
-            kv_name = dtype_name  # the torch path reads the cache in the model's dtype only
         kv_dtype = _DTYPES[kv_name]
         num_blocks = _num_blocks(config, model, kv_dtype, device)
         max_len = min(config.max_model_len or model.max_position_embeddings, num_blocks * config.block_size)
@@ -101,6 +108,12 @@ class EngineCore:
         self.structured = StructuredOutputs(self.info.path, self.info.vocab_size, self.info.eos_token_ids,
                                             config.grammar_compile_timeout)  # fmt: skip
         self.structured.warm()
+        self.speculator = None
+        if config.speculative is not None:
+            facts = TargetFacts(self.runner, self.kv, files.folder, model.vocab_size, device, max_len,
+                                lambda m: load_engine_model(config, m, device, dtype_name, "auto"),
+                                lambda m, kv_dtype: num_blocks if device.type == "cuda" else _num_blocks(config, m, kv_dtype, device))  # fmt: skip
+            self.speculator = build_speculator(config, facts)
         self.num_prompt_tokens = 0
         self.num_generation_tokens = 0
         self._rss, self._rss_at = 0, -1.0
@@ -137,6 +150,8 @@ class EngineCore:
         for request_id in self.scheduler.freed_req_ids:
             self.runner.slots.remove(request_id)
             self.structured.remove(request_id)
+        if self.speculator is not None:
+            self.speculator.remove(self.scheduler.freed_req_ids)
         self.scheduler.freed_req_ids.clear()
 
     def has_work(self) -> bool:
@@ -154,22 +169,26 @@ class EngineCore:
         sampling = [
             req_id
             for req_id, num_new, num_computed in zip(plan.req_ids, plan.num_scheduled_tokens, plan.num_computed_tokens)
-            if num_computed + num_new == self.scheduler.requests[req_id].num_tokens
+            if num_computed + num_new - len(plan.spec_token_ids.get(req_id, ())) == self.scheduler.requests[req_id].num_tokens
         ]
-        return self.structured.masks_async(sampling)
+        return self.structured.masks_async(sampling, plan.spec_token_ids)
 
-    def _advance_matchers(self, progressed) -> None:
-        for request in progressed:
-            if not self.structured.accept(request.request_id, request.all_token_ids[-1]) and request.finish_reason is None:
-                self.scheduler.finish(request, "error")  # cannot happen unless a mask was wrong
+    def _advance_matchers(self, progressed: list[Progress]) -> None:
+        for p in progressed:
+            for token_id in p.token_ids:
+                if not self.structured.accept(p.request.request_id, token_id) and p.request.finish_reason is None:
+                    self.scheduler.finish(p.request, "error")  # cannot happen unless a mask was wrong
+                    break
 
     def step(self) -> list[EngineOutput]:
-        """Schedules and runs one step; returns the outputs of requests that got a token."""
+        """Schedules and runs one step; returns the outputs of requests that got tokens."""
         outputs = self._admit_compiled() if self.structured.pending else []
         if not self.scheduler.has_work():
             time.sleep(0.001)  # only grammars compiling: do not spin hot
             return outputs
         plan = self.scheduler.schedule()
+        if self.speculator is not None:
+            self.speculator.remove(plan.freed_req_ids)  # preempted requests rebuild their draft state
         masks = self._grammar_masks(plan) if self.structured.matchers else None
         result = self.runner.execute(plan, masks)
         if masks is not None:
@@ -181,24 +200,11 @@ class EngineCore:
         progressed = self.scheduler.update(plan, result.token_ids)
         if self.structured.matchers:
             self._advance_matchers(progressed)
-        for request in progressed:
-            lp = result.logprobs.get(request.request_id)
-            prompt_lp = None
-            if request.prompt_logprobs is not None and not request.prompt_logprobs_sent:
-                prompt_lp, request.prompt_logprobs_sent = request.prompt_logprobs, True
-            outputs.append(
-                EngineOutput(
-                    request_id=request.request_id,
-                    new_token_ids=[request.all_token_ids[-1]],
-                    new_logprobs=[TokenLogprob(request.all_token_ids[-1], *lp)] if lp else None,
-                    prompt_logprobs=prompt_lp,
-                    finish_reason=request.finish_reason,
-                    stop_reason=request.stop_reason,
-                    num_cached_tokens=max(request.num_cached_tokens, 0),
-                )
-            )
+        outputs += [self._output(p, result.logprobs.get(p.request.request_id)) for p in progressed]
         self._release_finished()
-        self.num_generation_tokens += len(progressed)
+        self.num_generation_tokens += sum(len(p.token_ids) for p in progressed)
+        if self.speculator is not None:
+            self._propose(progressed)
         return outputs
 
     def _resident_bytes(self) -> int:
@@ -206,6 +212,33 @@ class EngineCore:
         if now - self._rss_at > 1.0:  # a /proc read per step would cost more than the figure is worth
             self._rss, self._rss_at = int(hardware.resident_mib() * 2**20), now
         return self._rss
+
+    def _output(self, p: Progress, logprobs) -> EngineOutput:
+        request = p.request
+        prompt_lp = None
+        if request.prompt_logprobs is not None and not request.prompt_logprobs_sent:
+            prompt_lp, request.prompt_logprobs_sent = request.prompt_logprobs, True
+        return EngineOutput(
+            request_id=request.request_id,
+            new_token_ids=p.token_ids,
+            new_logprobs=[TokenLogprob(t, *lp) for t, lp in zip(p.token_ids, logprobs)] if logprobs else None,
+            prompt_logprobs=prompt_lp,
+            finish_reason=request.finish_reason,
+            stop_reason=request.stop_reason,
+            num_cached_tokens=max(request.num_cached_tokens, 0),
+            num_draft_tokens=p.num_draft_tokens,
+            num_accepted_tokens=p.num_accepted_tokens,
+        )
+
+    def _propose(self, progressed: list[Progress]) -> None:
+        """Draft tokens for the next step, after this step's verify rounds are counted."""
+        for p in progressed:
+            if p.num_draft_tokens:
+                self.speculator.observe(p.request, p.num_draft_tokens, p.num_accepted_tokens)
+        pending = sum(r.num_tokens - r.num_computed_tokens for r in self.scheduler.running if r.num_tokens - r.num_computed_tokens > 1)
+        pending += sum(r.num_tokens - r.num_computed_tokens for r in self.scheduler.waiting)
+        self.speculator.propose(self.scheduler.running, min(pending, self.scheduler.max_num_batched_tokens),
+                                self.structured.num_allowed_drafts)  # fmt: skip
 
     def stats(self) -> EngineStats:
         return EngineStats(
@@ -220,4 +253,7 @@ class EngineCore:
             num_preemptions=self.scheduler.num_preemptions,
             num_prompt_tokens=self.num_prompt_tokens,
             num_generation_tokens=self.num_generation_tokens,
+            spec_num_draft_tokens=self.scheduler.num_draft_tokens,
+            spec_num_accepted_tokens=self.scheduler.num_accepted_tokens,
+            spec_num_rounds=self.scheduler.num_spec_rounds,
         )

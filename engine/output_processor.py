@@ -44,7 +44,8 @@ class OutputProcessor:
         """Returns (the delta, whether a stop string ended it here so the core must abort)."""
         state = self._states[out.request_id]
         delta = RequestOutput(out.request_id, state.prompt_token_ids, num_cached_tokens=out.num_cached_tokens,
-                              prompt_logprobs=out.prompt_logprobs)  # fmt: skip
+                              prompt_logprobs=out.prompt_logprobs, num_draft_tokens=out.num_draft_tokens,
+                              num_accepted_tokens=out.num_accepted_tokens)  # fmt: skip
         finished = out.finish_reason is not None
         texts = []
         stopped_here = False

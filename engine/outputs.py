@@ -23,6 +23,8 @@ class RequestOutput:
     stop_reason: int | str | None = None
     num_cached_tokens: int = 0
     error: str | None = None
+    num_draft_tokens: int = 0  # speculative decoding: drafts verified for this request, and accepted
+    num_accepted_tokens: int = 0
 
     @property
     def num_prompt_tokens(self) -> int:
@@ -41,3 +43,5 @@ class RequestOutput:
         self.stop_reason = delta.stop_reason
         self.num_cached_tokens = delta.num_cached_tokens
         self.error = delta.error
+        self.num_draft_tokens += delta.num_draft_tokens
+        self.num_accepted_tokens += delta.num_accepted_tokens

@@ -39,6 +39,13 @@ class Request:
     # Prompt logprobs by position (entry p scores prompt token p + 1); None when not asked for.
     prompt_logprobs: list | None = None
     prompt_logprobs_sent: bool = False
+    # Speculative decoding: the draft tokens proposed for the next step (verified, never known
+    # tokens), the request's totals, and what the dynamic policy knows of its acceptance.
+    spec_token_ids: list[int] = field(default_factory=list)
+    num_draft_tokens: int = 0
+    num_accepted_tokens: int = 0
+    spec_accepted: float = 0.0  # decayed count of accepted drafts
+    spec_rejected: float = 0.0  # decayed count of verify rounds that ended in a rejection
 
     def __post_init__(self) -> None:
         self.all_token_ids = list(self.prompt_token_ids)
@@ -59,6 +66,11 @@ class Request:
 
     def append_token(self, token_id: int) -> None:
         self.all_token_ids.append(token_id)
+
+    def num_spec_allowed(self, max_model_len: int) -> int:
+        """Draft tokens this request may verify next step: every accepted run plus its bonus
+        token stays within max_tokens and the context."""
+        return max(min(self.max_tokens - self.num_output_tokens, max_model_len - self.num_tokens) - 1, 0)
 
     def check_stop(self, token_id: int, max_model_len: int) -> bool:
         """Decides, after a sampled token, whether the request is done; sets the reason."""

@@ -4,6 +4,10 @@ Order: logit bias, min-tokens suppression of stop tokens, penalties, the grammar
 then greedy or temperature / top-k / top-p / min-p sampling. A seeded request draws its
 noise from a generator seeded by (seed, output position), so its tokens do not depend on
 what else is in the batch. Logprobs are of the model's raw distribution.
+
+`verify` checks draft tokens (speculative decoding): greedy rows keep drafts while they
+equal the argmax, so the output is the one plain decoding gives; sampled rows use rejection
+sampling, so the output keeps the target's distribution whatever the drafts were.
 """
 
 from __future__ import annotations
@@ -109,15 +113,15 @@ def _exponential_noise(batch: SamplingBatch, shape: tuple[int, int], device) -> 
     return noise.log_().neg_()  # U in [0, 1): U = 0 gives +inf noise, i.e. that token is never picked
 
 
-def _logprobs(raw: torch.Tensor, token_ids: torch.Tensor, batch: SamplingBatch) -> list:
-    wanted = [n for n in batch.num_logprobs if n is not None]
+def _logprobs(raw: torch.Tensor, token_ids: torch.Tensor, num_logprobs: list[int | None]) -> list:
+    wanted = [n for n in num_logprobs if n is not None]
     if not wanted:
         return [None] * raw.shape[0]
     logprobs = raw.log_softmax(dim=-1)  # [num_rows, vocab]
     top_vals, top_ids = logprobs.topk(max(max(wanted), 1), dim=-1)
     sampled = logprobs.gather(1, token_ids.unsqueeze(1)).squeeze(1).tolist()
     out = []
-    for row, n in enumerate(batch.num_logprobs):
+    for row, n in enumerate(num_logprobs):
         if n is None:
             out.append(None)
         else:
@@ -137,4 +141,79 @@ def sample(logits: torch.Tensor, batch: SamplingBatch) -> SamplerOutput:
         noise = _exponential_noise(batch, tuple(probs.shape), probs.device)
         sampled = (probs / noise).argmax(dim=-1)
         token_ids = torch.where(greedy, token_ids, sampled)
-    return SamplerOutput(token_ids.tolist(), _logprobs(raw, token_ids, batch))
+    return SamplerOutput(token_ids.tolist(), _logprobs(raw, token_ids, batch.num_logprobs))
+
+
+def _uniform(batch: SamplingBatch, device) -> list[float]:
+    """One U[0, 1) per row for the accept test; seeded rows draw theirs from (seed, position)."""
+    values = torch.rand(len(batch.seeds), device=device)
+    for row, seed in enumerate(batch.seeds):
+        if seed is not None:
+            gen = torch.Generator(device=device)
+            gen.manual_seed(hash((seed, batch.output_positions[row], "accept")) & 0x7FFF_FFFF_FFFF_FFFF)
+            values[row] = torch.rand(1, generator=gen, device=device)[0]
+    return values.tolist()
+
+
+def _rejection(probs, noise, uniform, draft_ids: list[int], draft_probs) -> list[int]:
+    """Accepts draft x at row j with probability min(1, p(x) / q(x)); on the first rejection
+    draws from max(p - q, 0) (q one-hot on x when `draft_probs` is None); when all pass, one
+    more token from the last row. probs, noise [len(draft_ids) + 1, vocab]."""
+    for j, x in enumerate(draft_ids):
+        p = probs[j]
+        q_x = 1.0 if draft_probs is None else float(draft_probs[j][x])
+        if uniform[j] * q_x < float(p[x]):
+            continue
+        if draft_probs is None:
+            residual = p.clone()
+            residual[x] = 0.0
+        else:
+            residual = (p - draft_probs[j].to(p.dtype)).clamp_min_(0.0)
+        if not bool((residual > 0).any()):
+            residual = p
+        return draft_ids[:j] + [int((residual / noise[j]).argmax())]
+    n = len(draft_ids)
+    return draft_ids + [int((probs[n] / noise[n]).argmax())]
+
+
+def verify(logits: torch.Tensor, batch: SamplingBatch, draft_ids: list[list[int]],
+           draft_probs: list[torch.Tensor | None] | None = None) -> tuple[list[list[int]], list[list | None]]:  # fmt: skip
+    """Checks each request's drafts against logits [num_rows, vocab] laid out request by request,
+    len(draft_ids[i]) + 1 rows each (modified in place). `draft_probs[i]` [len(draft_ids[i]), vocab]
+    is the distribution the drafts were drawn from, None for a deterministic proposer.
+
+    Returns (per request: the accepted drafts and one more token, per request: a logprobs
+    entry per token or None).
+    """
+    raw = logits.clone() if any(n is not None for n in batch.num_logprobs) else logits
+    logits = _process(logits, batch)
+    greedy = (batch.temperature < _GREEDY_EPS).tolist()  # [num_rows]
+    targets = argmax(logits).tolist()
+    if not all(greedy):
+        temps = torch.where(batch.temperature < _GREEDY_EPS, 1.0, batch.temperature).unsqueeze(1)
+        probs = _filter(logits / temps, batch).softmax(dim=-1)
+        noise = _exponential_noise(batch, tuple(probs.shape), probs.device)
+        uniform = _uniform(batch, probs.device)
+    tokens, emitted_rows, row = [], [], 0
+    for i, drafts in enumerate(draft_ids):
+        n = len(drafts)
+        if greedy[row]:
+            a = 0
+            while a < n and drafts[a] == targets[row + a]:
+                a += 1
+            out = drafts[:a] + [targets[row + a]]
+        else:
+            q = draft_probs[i] if draft_probs is not None else None
+            end = row + n + 1
+            out = _rejection(probs[row:end], noise[row:end], uniform[row:end], drafts, q)
+        tokens.append(out)
+        emitted_rows += range(row, row + len(out))
+        row += n + 1
+    flat = torch.tensor([t for out in tokens for t in out], device=raw.device)
+    entries = _logprobs(raw[emitted_rows], flat, [batch.num_logprobs[r] for r in emitted_rows])
+    logprobs, start = [], 0
+    for out in tokens:
+        chunk = entries[start : start + len(out)]
+        logprobs.append(None if chunk[0] is None else chunk)
+        start += len(out)
+    return tokens, logprobs

@@ -4,6 +4,9 @@ Pure Python. Running requests are served first (decodes and unfinished prefill c
 waiting requests are admitted FCFS while the budget, `max_num_seqs` and the block pool
 allow. When blocks run out, the most recently admitted running request is preempted by
 recompute: its blocks are freed and it goes back to the front of the queue.
+A decoding request's draft tokens (speculative decoding) are scheduled after its last known
+token when the budget and the pool allow, else dropped for the step; after the step the
+rejected ones are taken back out of its computed tokens.
 """
 
 from __future__ import annotations
@@ -36,10 +39,22 @@ class SchedulerOutput:
     new_reqs: list[NewRequestData] = field(default_factory=list)
     new_block_ids: dict[str, list[int]] = field(default_factory=dict)  # running reqs' added blocks
     freed_req_ids: list[str] = field(default_factory=list)  # finished, aborted or preempted
+    # draft tokens to verify, run after the request's known tokens (counted in num_scheduled_tokens)
+    spec_token_ids: dict[str, list[int]] = field(default_factory=dict)
 
     @property
     def total_num_scheduled_tokens(self) -> int:
         return sum(self.num_scheduled_tokens)
+
+
+@dataclass(slots=True)
+class Progress:
+    """What one step gave one request: the tokens appended (cut at a stop) and its drafts' fate."""
+
+    request: Request
+    token_ids: list[int]
+    num_draft_tokens: int = 0
+    num_accepted_tokens: int = 0
 
 
 class Scheduler:
@@ -55,6 +70,9 @@ class Scheduler:
         self.requests: dict[str, Request] = {}
         self.freed_req_ids: list[str] = []
         self.num_preemptions = 0
+        self.num_draft_tokens = 0  # speculative decoding: drafts verified, accepted, verify rounds
+        self.num_accepted_tokens = 0
+        self.num_spec_rounds = 0
 
     def add(self, request: Request) -> None:
         self.requests[request.request_id] = request
@@ -82,6 +100,7 @@ class Scheduler:
         self.kv.free(request.request_id)
         request.status = Status.WAITING
         request.num_computed_tokens = 0
+        request.spec_token_ids = []
         request.num_preemptions += 1
         self.num_preemptions += 1
         self.waiting.appendleft(request)
@@ -89,6 +108,22 @@ class Scheduler:
 
     def _num_new(self, request: Request, budget: int) -> int:
         return min(request.num_tokens - request.num_computed_tokens, budget)
+
+    def _spec_ids(self, request: Request, num_new: int, budget: int) -> list[int]:
+        """The drafts that fit this step: only after a run that reaches the last known token."""
+        if not request.spec_token_ids or request.num_computed_tokens + num_new != request.num_tokens:
+            return []
+        return request.spec_token_ids[: budget - num_new]
+
+    def _allocate(self, request: Request, num_new: int, spec: list[int]) -> tuple[list[int] | None, list[int]]:
+        """(new blocks, drafts) for the known tokens and the drafts, or for the known tokens
+        alone when the pool is short of the drafts' blocks; (None, []) when short of both."""
+        args = (request.request_id, request.all_token_ids, request.num_computed_tokens)
+        new_ids = self.kv.allocate(*args, num_new + len(spec))
+        if new_ids is None and spec:
+            spec = []
+            new_ids = self.kv.allocate(*args, num_new)
+        return new_ids, spec
 
     def schedule(self) -> SchedulerOutput:
         out = SchedulerOutput()
@@ -99,20 +134,22 @@ class Scheduler:
             if request.status is not Status.RUNNING or budget == 0:
                 continue
             num_new = self._num_new(request, budget)
-            while True:
-                new_ids = self.kv.allocate(request.request_id, request.all_token_ids, request.num_computed_tokens, num_new)
-                if new_ids is not None:
-                    break
+            spec = self._spec_ids(request, num_new, budget)
+            new_ids, spec = self._allocate(request, num_new, spec)
+            while new_ids is None:
                 victim = self.running[-1]
                 self._preempt(victim)
                 preempted = True
                 if victim is request:
                     break
+                new_ids = self.kv.allocate(request.request_id, request.all_token_ids, request.num_computed_tokens, num_new)
             if request.status is not Status.RUNNING:
                 continue
-            scheduled.append((request, num_new))
+            scheduled.append((request, num_new + len(spec)))
+            if spec:
+                out.spec_token_ids[request.request_id] = spec
             out.new_block_ids[request.request_id] = new_ids
-            budget -= num_new
+            budget -= num_new + len(spec)
         if not preempted:
             budget = self._admit(out, scheduled, budget)
         # Requests preempted after being scheduled in this loop must not run.
@@ -153,10 +190,11 @@ class Scheduler:
             budget -= num_new
         return budget
 
-    def update(self, out: SchedulerOutput, sampled: dict[str, int]) -> list[Request]:
-        """Absorbs one step's result: advances progress, appends sampled tokens, ends requests.
+    def update(self, out: SchedulerOutput, sampled: dict[str, list[int]]) -> list[Progress]:
+        """Absorbs one step's result: advances progress, appends sampled tokens (a verified
+        run of drafts plus one token, cut at the first stop), ends requests.
 
-        Returns the requests that received a token this step (finished ones included).
+        Returns what each request that received tokens got (finished ones included).
         """
         progressed = []
         for req_id, num_new in zip(out.req_ids, out.num_scheduled_tokens):
@@ -164,11 +202,28 @@ class Scheduler:
             if request is None or request.status is not Status.RUNNING:
                 continue  # aborted while the step ran
             request.num_computed_tokens += num_new
-            token_id = sampled.get(req_id)
-            if token_id is None:
+            token_ids = sampled.get(req_id)
+            request.spec_token_ids = []
+            if token_ids is None:
                 continue  # a prefill chunk that did not reach the end
-            request.append_token(token_id)
-            progressed.append(request)
-            if request.check_stop(token_id, self.max_model_len):
-                self.finish(request, request.finish_reason)
+            token_ids = [token_ids] if isinstance(token_ids, int) else token_ids
+            num_drafts = len(out.spec_token_ids.get(req_id, ()))
+            request.num_computed_tokens -= num_drafts + 1 - len(token_ids)  # rejected drafts: their KV is stale
+            progress = Progress(request, [], num_drafts, len(token_ids) - 1)
+            if num_drafts:
+                self._count_spec(request, num_drafts, len(token_ids) - 1)
+            for token_id in token_ids:
+                request.append_token(token_id)
+                progress.token_ids.append(token_id)
+                if request.check_stop(token_id, self.max_model_len):
+                    self.finish(request, request.finish_reason)
+                    break
+            progressed.append(progress)
         return progressed
+
+    def _count_spec(self, request: Request, num_drafts: int, num_accepted: int) -> None:
+        self.num_draft_tokens += num_drafts
+        self.num_accepted_tokens += num_accepted
+        self.num_spec_rounds += 1
+        request.num_draft_tokens += num_drafts
+        request.num_accepted_tokens += num_accepted

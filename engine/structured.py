@@ -221,27 +221,63 @@ class StructuredOutputs:
         self.pending = [p for p in self.pending if p.request.request_id != request_id]
         return len(self.pending) != before
 
-    def masks(self, request_ids: list[str]) -> dict[str, torch.Tensor]:
-        """Allowed-token masks [vocab] (bool) for the constrained requests among request_ids."""
+    def masks(self, request_ids: list[str], drafts: dict[str, list[int]] | None = None) -> dict[str, torch.Tensor]:
+        """Allowed-token masks for the constrained requests among request_ids: [vocab] bool, or
+        [1 + len(drafts), vocab] for a request verifying draft tokens (row j as if drafts[:j]
+        were accepted; the matcher is rolled back after)."""
         import grammar
 
         live = [r for r in request_ids if r in self.matchers]
         if not live:
             return {}
-        bitmask = grammar.allocate_bitmask(len(live), self._vocab)
-        for row, request_id in enumerate(live):
-            self.matchers[request_id].fill_bitmask(bitmask, row)
-        allowed = grammar.unpack_bitmask(bitmask, self._vocab_size)  # [num_live, vocab]
-        return {request_id: allowed[row] for row, request_id in enumerate(live)}
+        drafts = drafts or {}
+        counts = [len(drafts.get(r, ())) + 1 for r in live]
+        bitmask = grammar.allocate_bitmask(sum(counts), self._vocab)
+        row = 0
+        for request_id, count in zip(live, counts):
+            self._fill_rows(self.matchers[request_id], drafts.get(request_id, []), bitmask, row)
+            row += count
+        allowed = grammar.unpack_bitmask(bitmask, self._vocab_size)  # [num_rows, vocab]
+        out, row = {}, 0
+        for request_id, count in zip(live, counts):
+            out[request_id] = allowed[row] if count == 1 else allowed[row : row + count]
+            row += count
+        return out
 
-    def masks_async(self, request_ids: list[str]) -> Callable[[], dict[str, torch.Tensor]] | None:
-        """Starts `masks(request_ids)` on the mask thread; returns a function that waits for it
-        (None when no row is constrained). Matchers are not touched elsewhere until it is waited on."""
+    @staticmethod
+    def _fill_rows(matcher, draft_ids: list[int], bitmask: torch.Tensor, row: int) -> None:
+        """Rows row..row+len(draft_ids): the mask before each draft; past a draft the grammar
+        refuses (the target cannot accept it) the rows repeat the last mask."""
+        accepted = 0
+        for j in range(len(draft_ids) + 1):
+            if j == accepted:
+                matcher.fill_bitmask(bitmask, row + j)
+            else:
+                bitmask[row + j] = bitmask[row + j - 1]
+            if j < len(draft_ids) and j == accepted and matcher.accept(draft_ids[j]):
+                accepted += 1
+        matcher.rollback(accepted)
+
+    def num_allowed_drafts(self, request_id: str, draft_ids: list[int]) -> int:
+        """How many leading drafts the request's grammar allows (all when unconstrained)."""
+        matcher = self.matchers.get(request_id)
+        if matcher is None:
+            return len(draft_ids)
+        accepted = 0
+        while accepted < len(draft_ids) and matcher.accept(draft_ids[accepted]):
+            accepted += 1
+        matcher.rollback(accepted)
+        return accepted
+
+    def masks_async(self, request_ids: list[str], drafts: dict[str, list[int]] | None = None
+                    ) -> Callable[[], dict[str, torch.Tensor]] | None:  # fmt: skip
+        """Starts `masks(request_ids, drafts)` on the mask thread; returns a function that waits for
+        it (None when no row is constrained). Matchers are not touched elsewhere until it is waited on."""
         if not any(r in self.matchers for r in request_ids):
             return None
         if self._mask_executor is None:
             self._mask_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="grammar-mask")
-        return self._mask_executor.submit(self.masks, request_ids).result
+        return self._mask_executor.submit(self.masks, request_ids, drafts).result
 
     def accept(self, request_id: str, token_id: int) -> bool:
         matcher = self.matchers.get(request_id)

@@ -76,6 +76,8 @@ class EngineOutput(msgspec.Struct, kw_only=True, omit_defaults=True):
     stop_reason: int | None = None  # the stop token id, when one ended the request
     num_cached_tokens: int = 0
     error: str | None = None
+    num_draft_tokens: int = 0  # speculative decoding: drafts verified this step, and those accepted
+    num_accepted_tokens: int = 0
 
 
 class EngineStats(msgspec.Struct, kw_only=True):
@@ -92,6 +94,9 @@ class EngineStats(msgspec.Struct, kw_only=True):
     num_prompt_tokens: int = 0
     num_generation_tokens: int = 0
     resident_bytes: int = 0  # the engine-core process's resident set size (refreshed about once a second)
+    spec_num_draft_tokens: int = 0  # speculative decoding: drafts verified, accepted, verify rounds
+    spec_num_accepted_tokens: int = 0
+    spec_num_rounds: int = 0
 
 
 # --- client -> core --------------------------------------------------------------------

@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 import torch
 
 from engine.runner.cuda_graphs import DecodeGraphs, capture_sizes
+from engine.runner.sampling_rows import sampling_batch
 from engine.runner.slots import RequestSlots
-from engine.sampler import SamplingBatch, sample
+from engine.sampler import sample, verify
 from engine.scheduler import SchedulerOutput
 from schemas.engine import TokenLogprob
 
@@ -23,10 +24,11 @@ from kernels import build_attention_metadata
 
 @dataclass(slots=True)
 class StepResult:
-    """Sampled token per request that reached the end of its known tokens, with logprobs."""
+    """New tokens per request that reached the end of its known tokens (one, or its accepted
+    drafts and one more), with one logprobs entry per token for requests that asked."""
 
-    token_ids: dict[str, int]
-    logprobs: dict[str, tuple[float, list[int], list[float]]]
+    token_ids: dict[str, list[int]]
+    logprobs: dict[str, list[tuple[float, list[int], list[float]]]]
     # request id -> (first prompt position scored, one entry per position: the next prompt token's logprob)
     prompt_logprobs: dict[str, tuple[int, list[TokenLogprob]]] = field(default_factory=dict)
 
@@ -85,77 +87,69 @@ class ModelRunner:
         return hidden, seq_lens, last_rows
 
     def _gather(self, plan: SchedulerOutput, slots: list[int]):
-        """The step's flat inputs as host lists, read from the slots' lists (a few list ops per request)."""
+        """The step's flat inputs as host lists, read from the slots' lists (a few list ops per
+        request); a request's draft tokens follow its known tokens."""
         bs = self.block_size
         input_ids: list[int] = []
         positions: list[int] = []
         slot_mapping: list[int] = []
         seq_lens, last_rows = [], []
-        for slot, num_new, start in zip(slots, plan.num_scheduled_tokens, plan.num_computed_tokens):
+        for req_id, slot, num_new, start in zip(plan.req_ids, slots, plan.num_scheduled_tokens, plan.num_computed_tokens):
             end = start + num_new
             blocks = self.slots.block_lists[slot]
-            input_ids += self.slots.token_lists[slot][start:end]
+            spec = plan.spec_token_ids.get(req_id)
+            input_ids += self.slots.token_lists[slot][start : end - len(spec)] + spec if spec else self.slots.token_lists[slot][start:end]
             positions += range(start, end)
             slot_mapping += [blocks[p // bs] * bs + p % bs for p in range(start, end)]
             seq_lens.append(end)
             last_rows.append(len(input_ids) - 1)
         return input_ids, positions, slot_mapping, seq_lens, last_rows
 
-    def _sampling_batch(self, slots: list[int], allowed_mask) -> SamplingBatch:
-        s = self.slots
-        index = torch.tensor(slots)
-        params = [s.params[i] for i in slots]
-        penalties = [
-            (p.presence_penalty, p.frequency_penalty, p.repetition_penalty)
-            if p.presence_penalty or p.frequency_penalty or p.repetition_penalty != 1.0
-            else None
-            for p in params
-        ]
-        num_outputs = [s.num_tokens[i] - s.num_prompt_tokens[i] for i in slots]
-        dev = self.device
-        return SamplingBatch(
-            temperature=s.temperature[index].to(dev),
-            top_k=s.top_k[index].to(dev),
-            top_p=s.top_p[index].to(dev),
-            min_p=s.min_p[index].to(dev),
-            seeds=[p.seed for p in params],
-            output_positions=num_outputs,
-            logit_bias=[p.logit_bias for p in params],
-            suppress_ids=[s.stop_ids[i] if n < p.min_tokens else None for i, n, p in zip(slots, num_outputs, params)],
-            penalties=penalties,
-            penalty_tokens=[tuple(t.to(dev) for t in s.penalty_tokens(i)) if pen else None for i, pen in zip(slots, penalties)],
-            num_logprobs=[p.logprobs for p in params],
-            allowed_mask=allowed_mask,
-        )
-
     @torch.inference_mode()
     def execute(self, plan: SchedulerOutput, allowed_masks: MaskSource = None) -> StepResult:
-        """Runs the plan; `allowed_masks` maps request ids to [vocab] bool grammar masks, or is a
-        function returning that map, called only after the forward pass (masks computed meanwhile)."""
+        """Runs the plan; `allowed_masks` maps request ids to grammar masks ([vocab] bool, or
+        [1 + num_drafts, vocab] for a request verifying drafts), or is a function returning
+        that map, called only after the forward pass (masks computed meanwhile)."""
         self._sync(plan)
         if not plan.req_ids:
             return StepResult({}, {})
         slots = [self.slots.slot_of[r] for r in plan.req_ids]
         hidden, seq_lens, last_rows = self._forward(plan, slots)  # [num_tokens, hidden]
         prompt_logprobs = self._prompt_logprobs(plan, slots, hidden)
-        rows = [i for i, slot in enumerate(slots) if seq_lens[i] == self.slots.num_tokens[slot]]
+        spec = plan.spec_token_ids
+        rows = [i for i, (slot, r) in enumerate(zip(slots, plan.req_ids))
+                if seq_lens[i] - len(spec.get(r, ())) == self.slots.num_tokens[slot]]  # fmt: skip
         if not rows:
             return StepResult({}, {}, prompt_logprobs)
-        logits = self.model.compute_logits(hidden[[last_rows[i] for i in rows]])  # [num_rows, vocab]
-        row_slots = [slots[i] for i in rows]
         row_ids = [plan.req_ids[i] for i in rows]
-        mask = None
+        drafts = [spec.get(r, []) for r in row_ids]
+        hidden_rows = [last_rows[i] - len(d) + j for i, d in zip(rows, drafts) for j in range(len(d) + 1)]
+        logits = self.model.compute_logits(hidden[hidden_rows])  # [num_rows, vocab]
+        row_slots = [slots[i] for i in rows]
         if callable(allowed_masks):
             allowed_masks = allowed_masks()
-        if allowed_masks and any(r in allowed_masks for r in row_ids):
-            mask = torch.ones_like(logits, dtype=torch.bool)
-            for j, request_id in enumerate(row_ids):
-                if request_id in allowed_masks:
-                    mask[j] = allowed_masks[request_id].to(self.device)
-        out = sample(logits, self._sampling_batch(row_slots, mask))
-        self.slots.append_tokens(row_slots, out.token_ids)
-        logprobs = {r: lp for r, lp in zip(row_ids, out.logprobs) if lp is not None}
-        return StepResult(dict(zip(row_ids, out.token_ids)), logprobs, prompt_logprobs)
+        mask = self._mask(logits, row_ids, drafts, allowed_masks)
+        batch = sampling_batch(self.slots, row_slots, drafts, mask, self.device)
+        if any(drafts):
+            token_ids, logprobs = verify(logits, batch, drafts)
+        else:
+            out = sample(logits, batch)
+            token_ids, logprobs = [[t] for t in out.token_ids], [None if lp is None else [lp] for lp in out.logprobs]
+        self.slots.append_tokens(row_slots, token_ids)
+        found = {r: lp for r, lp in zip(row_ids, logprobs) if lp is not None}
+        return StepResult(dict(zip(row_ids, token_ids)), found, prompt_logprobs)
+
+    def _mask(self, logits: torch.Tensor, row_ids: list[str], drafts: list[list[int]], allowed_masks) -> torch.Tensor | None:
+        """[num_rows, vocab] bool from the constrained requests' masks; None when none is constrained."""
+        if not allowed_masks or not any(r in allowed_masks for r in row_ids):
+            return None
+        mask = torch.ones_like(logits, dtype=torch.bool)
+        row = 0
+        for request_id, d in zip(row_ids, drafts):
+            if request_id in allowed_masks:
+                mask[row : row + len(d) + 1] = allowed_masks[request_id].to(self.device)
+            row += len(d) + 1
+        return mask
 
     def _prompt_logprobs(self, plan: SchedulerOutput, slots: list[int], hidden: torch.Tensor) -> dict:
         """Raw logprobs of the prompt tokens this step's chunks predict, for requests that asked.

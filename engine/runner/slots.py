@@ -67,13 +67,23 @@ class RequestSlots:
             self.params[slot] = None
             self._free.append(slot)
 
-    def append_tokens(self, slots: list[int], token_ids: list[int]) -> None:
-        """Writes one sampled token per slot, in one tensor write."""
-        columns = [self.num_tokens[slot] for slot in slots]
-        self.token_ids[slots, columns] = torch.tensor(token_ids, dtype=torch.long)
-        for slot, token_id in zip(slots, token_ids):
-            self.num_tokens[slot] += 1
-            self.token_lists[slot].append(token_id)
+    def append_tokens(self, slots: list[int], token_ids: list[list[int]]) -> None:
+        """Writes each slot's new tokens (one, or a verified run of drafts and one more)."""
+        rows = [slot for slot, ids in zip(slots, token_ids) for _ in ids]
+        columns = [self.num_tokens[slot] + i for slot, ids in zip(slots, token_ids) for i in range(len(ids))]
+        self.token_ids[rows, columns] = torch.tensor([t for ids in token_ids for t in ids], dtype=torch.long)
+        for slot, ids in zip(slots, token_ids):
+            self.num_tokens[slot] += len(ids)
+            self.token_lists[slot].extend(ids)
+
+    def set_tokens(self, slot: int, token_ids: list[int], start: int) -> None:
+        """Makes the slot's tokens `token_ids`, of which the first `start` are already there
+        (a draft model's context after the target accepted or rejected its proposal)."""
+        del self.token_lists[slot][start:]
+        self.token_lists[slot].extend(token_ids[start:])
+        if len(token_ids) > start:
+            self.token_ids[slot, start : len(token_ids)] = torch.tensor(token_ids[start:], dtype=torch.long)
+        self.num_tokens[slot] = len(token_ids)
 
     def penalty_tokens(self, slot: int) -> tuple[torch.Tensor, torch.Tensor]:
         """(prompt ids, output ids so far) of the request in `slot`."""

@@ -1,0 +1,94 @@
+"""How many tokens each request proposes this step: a fixed k, or k chosen for the most tokens per second.
+
+Dynamic speculation models one step: a request whose drafts are each accepted with
+probability a (its recent acceptance, decayed) yields 1 + a + a^2 + ... + a^k tokens for k
+drafts, while the step costs the target's forward over all the step's tokens plus, for a
+draft model, one draft forward per drafted depth; both costs are measured at start-up
+(`StepCost`). Drafts are handed out one at a time to the request with the largest expected
+gain while tokens per second still rise, so a compute-bound batch gets none (k = 0).
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+from dataclasses import dataclass
+
+MAX_AUTO_TOKENS = 8  # the most drafts per request per step under dynamic speculation
+DECAY = 0.7  # weight of a request's older verify rounds after each new one
+PRIOR_WEIGHT = 2.0  # rounds' worth of the global acceptance a new request starts from
+
+
+@dataclass(frozen=True, slots=True)
+class StepCost:
+    """Seconds of one forward pass of `sizes[i]` tokens; piecewise linear between, extended past the last."""
+
+    sizes: list[int]
+    seconds: list[float]
+
+    def __call__(self, num_tokens: int) -> float:
+        if num_tokens <= 0:
+            return 0.0
+        i = bisect.bisect_left(self.sizes, num_tokens)
+        if i < len(self.sizes) and self.sizes[i] == num_tokens:
+            return self.seconds[i]
+        lo, hi = (i - 1, i) if 0 < i < len(self.sizes) else ((0, 1) if i == 0 else (-2, -1))
+        if len(self.sizes) == 1:
+            return self.seconds[0] * num_tokens / self.sizes[0]
+        x0, x1, y0, y1 = self.sizes[lo], self.sizes[hi], self.seconds[lo], self.seconds[hi]
+        return max(y0 + (y1 - y0) * (num_tokens - x0) / (x1 - x0), 0.0)
+
+
+class SpecPolicy:
+    """Owned by the Speculator: keeps acceptance statistics and picks k per request."""
+
+    def __init__(self, fixed: int | None, target_cost: StepCost | None = None, draft_cost: StepCost | None = None) -> None:
+        self.fixed = fixed
+        self.max_tokens = fixed if fixed is not None else MAX_AUTO_TOKENS
+        self.target_cost = target_cost
+        self.draft_cost = draft_cost
+        self.accepted = 1.0  # global decayed counts: the prior of new requests (starts at 0.5)
+        self.rejected = 1.0
+
+    def observe(self, request, num_drafts: int, num_accepted: int) -> None:
+        """Called after each verify round of `request` (drafts it had, drafts the target kept)."""
+        rejected = 1.0 if num_accepted < num_drafts else 0.0
+        request.spec_accepted = request.spec_accepted * DECAY + num_accepted
+        request.spec_rejected = request.spec_rejected * DECAY + rejected
+        self.accepted = self.accepted * 0.99 + num_accepted
+        self.rejected = self.rejected * 0.99 + rejected
+
+    def acceptance(self, request) -> float:
+        """Per-draft acceptance probability (geometric model), the global rate standing in for missing rounds."""
+        prior = self.accepted / (self.accepted + self.rejected)
+        accepted = request.spec_accepted + PRIOR_WEIGHT * prior
+        return min(accepted / (accepted + request.spec_rejected + PRIOR_WEIGHT * (1 - prior)), 0.99)
+
+    def choose(self, requests: list, caps: list[int], num_other_tokens: int) -> list[int]:
+        """k per request (k <= caps[i]); `num_other_tokens` more tokens (prefill chunks) share the step."""
+        caps = [min(c, self.max_tokens) for c in caps]
+        if self.fixed is not None or self.target_cost is None:
+            return caps
+        alphas = [self.acceptance(r) for r in requests]
+        ks = [0] * len(requests)
+        depths: list[int] = []  # depths[j]: requests drafting at least j + 1 tokens
+        num_tokens = num_other_tokens + len(requests)
+        expected = float(len(requests))
+        cost = self._cost(num_tokens, depths)
+        heap = [(-a, i) for i, a in enumerate(alphas) if caps[i] > 0]
+        heapq.heapify(heap)
+        while heap:
+            neg_gain, i = heapq.heappop(heap)
+            depth = ks[i]
+            new_depths = depths + [1] if depth == len(depths) else depths[:depth] + [depths[depth] + 1] + depths[depth + 1 :]
+            new_cost = self._cost(num_tokens + 1, new_depths)
+            if (expected - neg_gain) * cost <= expected * new_cost:
+                break
+            ks[i], depths, num_tokens, expected, cost = depth + 1, new_depths, num_tokens + 1, expected - neg_gain, new_cost
+            if ks[i] < caps[i]:
+                heapq.heappush(heap, (neg_gain * alphas[i], i))
+        return ks
+
+    def _cost(self, num_tokens: int, depths: list[int]) -> float:
+        draft = sum(self.draft_cost(n) for n in depths) if self.draft_cost is not None else 0.0
+        return self.target_cost(num_tokens) + draft
