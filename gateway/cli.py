@@ -44,6 +44,9 @@ def _engine_config(args: argparse.Namespace):
         enforce_eager=args.enforce_eager,
         gpu_memory_utilization=args.gpu_memory_utilization,
         structured_outputs_open_objects=args.structured_outputs_open_objects,
+        speculative=args.speculative,
+        draft_model=args.draft_model,
+        num_speculative_tokens=args.num_speculative_tokens,
     )
     config.validate()
     return config

@@ -81,6 +81,27 @@ def _engine_flags(serve: argparse.ArgumentParser) -> None:
                             "what is left after a profiling step (default 0.9; --num-kv-blocks overrides)")
 
 
+def _num_speculative_tokens(value: str) -> int | None:
+    if value == "auto":
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer or auto, got {value!r}") from None
+
+
+def _speculative_flags(serve: argparse.ArgumentParser) -> None:
+    group = serve.add_argument_group("speculative decoding")
+    group.add_argument("--speculative", default=None, choices=["ngram", "draft", "tli"],
+                       help="propose tokens by n-gram prompt lookup, a draft model of the same vocabulary, "
+                            "or a draft model of another vocabulary (token-level interleaving); off when unset")
+    group.add_argument("--draft-model", default=None, metavar="PATH",
+                       help="the draft of --speculative draft/tli: HF folder or GGUF (default: the embedded SmolLM2-135M-Instruct)")
+    group.add_argument("--num-speculative-tokens", type=_num_speculative_tokens, default=None, metavar="K|auto",
+                       help="tokens proposed per request per step; auto (default): chosen each step from the batch "
+                            "and each request's acceptance, 0 when the batch is compute-bound")
+
+
 def _embedding_flags(serve: argparse.ArgumentParser) -> None:
     group = serve.add_argument_group("embeddings")
     group.add_argument("--embedding-model", default=None, metavar="PATH|default|none",
@@ -97,6 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="start the HTTP server over the built-in engine")
     _engine_flags(serve)
+    _speculative_flags(serve)
     _server_flags(serve)
     _output_flags(serve)
     _embedding_flags(serve)

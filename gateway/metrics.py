@@ -37,6 +37,11 @@ class GatewayMetrics:
         self.engines_alive = Gauge("gateway_engines_alive", "Engine cores alive", registry=reg)
         self.engine_restarts = Gauge("gateway_engine_restarts", "Engine cores restarted", registry=reg)
         self.engine_resident = Gauge("gateway_engine_resident_bytes", "Resident memory of the engine cores", registry=reg)
+        self.spec_drafts = Gauge("gateway_spec_decode_num_draft_tokens", "Speculative draft tokens verified", registry=reg)
+        self.spec_accepted = Gauge("gateway_spec_decode_num_accepted_tokens", "Speculative draft tokens accepted", registry=reg)
+        self.spec_rate = Gauge("gateway_spec_decode_acceptance_rate", "Accepted / verified draft tokens", registry=reg)
+        self.spec_length = Gauge("gateway_spec_decode_mean_accepted_length",
+                                 "Tokens per verify round: accepted drafts plus the target's own", registry=reg)  # fmt: skip
 
     def render(self, pool: EnginePool) -> bytes:
         stats = pool.stats()
@@ -52,6 +57,11 @@ class GatewayMetrics:
         self.engines_alive.set(pool.num_alive)
         self.engine_restarts.set(pool.num_restarts)
         self.engine_resident.set(stats.resident_bytes)
+        self.spec_drafts.set(stats.spec_num_draft_tokens)
+        self.spec_accepted.set(stats.spec_num_accepted_tokens)
+        drafts, rounds = stats.spec_num_draft_tokens, stats.spec_num_rounds
+        self.spec_rate.set(stats.spec_num_accepted_tokens / drafts if drafts else 0.0)
+        self.spec_length.set(1.0 + stats.spec_num_accepted_tokens / rounds if rounds else 0.0)
         return generate_latest(self.registry)
 
 

@@ -10,7 +10,9 @@ from gateway.cli_args import build_parser
 NEW_FLAGS = ("--api-key KEY", "--api-key-file", "--protect-metrics", "--ssl-keyfile", "--ssl-certfile",
              "--ssl-ca-certs", "--ssl-cert-reqs", "--profiler-dir", "--embedding-model",
              "--embedding-num-threads", "--embedding-max-batch-tokens", "--tool-parser NAME|auto|none",
-             "--reasoning-parser NAME|auto|none", "--enforce-eager", "--gpu-memory-utilization")  # fmt: skip
+             "--reasoning-parser NAME|auto|none", "--enforce-eager", "--gpu-memory-utilization",
+             "--speculative {ngram,draft,tli}", "--draft-model PATH",
+             "--num-speculative-tokens K|auto")  # fmt: skip
 
 
 def _serve_help() -> str:
@@ -44,6 +46,8 @@ def test_defaults():
     (["--data-parallel-size", "0"], "--data-parallel-size"),
     (["--gpu-memory-utilization", "1.5"], "gpu_memory_utilization"),
     (["--tool-parser", "auto", "--embedding-max-batch-tokens", "0"], "max_batch_tokens"),
+    (["--num-speculative-tokens", "0", "--speculative", "ngram"], "num_speculative_tokens must be in [1, 64]"),
+    (["--draft-model", "/x"], "draft_model needs speculative 'draft' or 'tli'"),
 ])  # fmt: skip
 def test_bad_flags_exit_2_before_loading(argv, message, capsys):
     assert cli.main(["serve", *argv]) == 2
@@ -62,3 +66,24 @@ def test_embedding_model_choice(monkeypatch):
     monkeypatch.setattr(engine.embedding, "default_embedding_installed", lambda: True)
     assert cli._embedding_config(parse(["serve"])).model is None
     assert cli._embedding_config(parse(["serve", "--embedding-model", "/x"])).model == "/x"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--speculative", "medusa"], "invalid choice: 'medusa'"),
+    (["--num-speculative-tokens", "many"], "expected an integer or auto, got 'many'"),
+])  # fmt: skip
+def test_bad_speculative_values_exit_2(argv, message, capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["serve", *argv])
+    assert exc.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_speculative_flags_reach_the_engine_config():
+    parse = build_parser().parse_args
+    config = cli._engine_config(parse(["serve"]))
+    assert (config.speculative, config.draft_model, config.num_speculative_tokens) == (None, None, None)
+    argv = ["serve", "--speculative", "tli", "--draft-model", "/d", "--num-speculative-tokens", "5"]
+    config = cli._engine_config(parse(argv))
+    assert (config.speculative, config.draft_model, config.num_speculative_tokens) == ("tli", "/d", 5)
+    config = cli._engine_config(parse(["serve", "--speculative", "ngram", "--num-speculative-tokens", "auto"]))
+    assert config.num_speculative_tokens is None  # auto: dynamic
