@@ -150,7 +150,7 @@ def _uniform(batch: SamplingBatch, device) -> list[float]:
     for row, seed in enumerate(batch.seeds):
         if seed is not None:
             gen = torch.Generator(device=device)
-            gen.manual_seed(hash((seed, batch.output_positions[row], "accept")) & 0x7FFF_FFFF_FFFF_FFFF)
+            gen.manual_seed(hash((seed, batch.output_positions[row], 1)) & 0x7FFF_FFFF_FFFF_FFFF)
             values[row] = torch.rand(1, generator=gen, device=device)[0]
     return values.tolist()
 
