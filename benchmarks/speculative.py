@@ -2,9 +2,10 @@
 
 Two workloads at each number of concurrent streams: (a) extraction/editing, where the answer
 copies spans of a ~500-token prompt ("rewrite this JSON with one field changed"), and (b) free
-chat. Each proposer runs the same prompts as plain decoding (greedy, so the outputs must match:
-the run checks it) and the table gives its output tokens/s, its mean time between a stream's
-deltas (ITL) and per output token (TPOT), its acceptance, and the ratio to plain decoding.
+chat. Each proposer runs the same prompts as plain decoding, taking turns with it (greedy, so
+the outputs must match: the run checks it); the table gives output tokens/s, the mean time
+between a stream's deltas (ITL) and per output token (TPOT), acceptance, and the ratio to
+plain decoding.
 The start-up step costs the dynamic policy measured (target and draft forward of one token)
 are printed: they say where a draft model cannot pay.
 
@@ -47,8 +48,11 @@ def extraction_prompt(rng: random.Random) -> str:
 def make_prompts(llm: LLM, workload: str, num: int, seed: int) -> list[list[int]]:
     rng = random.Random(seed)
     texts = [extraction_prompt(rng) if workload == "a" else CHAT[i % len(CHAT)] + f" (take {i})" for i in range(num)]
-    return [llm.tokenizer.apply_chat_template([{"role": "user", "content": t}], add_generation_prompt=True, tokenize=True,
-                                              return_dict=True)["input_ids"] for t in texts]  # fmt: skip
+    tok = llm.tokenizer
+    if not tok.chat_template:  # a base model: the text alone
+        return [tok.encode(t) for t in texts]
+    return [tok.apply_chat_template([{"role": "user", "content": t}], add_generation_prompt=True, tokenize=True,
+                                    return_dict=True)["input_ids"] for t in texts]  # fmt: skip
 
 
 def run(llm: LLM, prompts: list[list[int]], output_len: int) -> dict:
@@ -108,28 +112,32 @@ def main() -> None:
     ap.add_argument("--output-len", type=int, default=128)
     ap.add_argument("--max-model-len", type=int, default=1024)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--repeats", type=int, default=2, help="runs per point and engine, taking turns; the best is kept")
     args = ap.parse_args()
 
+    engines = {None: build(args, None)} | {p: build(args, p) for p in args.proposers}
+    for proposer, llm in engines.items():
+        run(llm, make_prompts(llm, "b", 2, 99), 4)  # warm-up
+        if proposer is not None:
+            print(f"{proposer}: {step_costs(llm)}", flush=True)
     rows = []
-    base = build(args, None)
-    run(base, make_prompts(base, "b", 2, 99), 4)  # warm-up
-    plain = {(w, n): run(base, make_prompts(base, w, n, args.seed + n), args.output_len) for w in args.workloads for n in args.streams}
-    for (w, n), r in plain.items():
-        rows.append(("off", w, n, r, 1.0))
-        print(f"off       {w} n={n:3d} {r['tok_s']:7.1f} tok/s  ITL {r['itl'] * 1e3:6.1f} ms", flush=True)
-    del base
-    for proposer in args.proposers:
-        llm = build(args, proposer)
-        print(f"{proposer}: {step_costs(llm)}", flush=True)
-        for w in args.workloads:
-            for n in args.streams:
-                r = run(llm, make_prompts(llm, w, n, args.seed + n), args.output_len)
-                ref = plain[(w, n)]
+    for w in args.workloads:
+        for n in args.streams:
+            # Engines take turns, best of --repeats each: load from other processes drifts
+            # over minutes, and must not land on one engine only.
+            best: dict = {}
+            for _ in range(args.repeats):
+                for proposer, llm in engines.items():
+                    r = run(llm, make_prompts(llm, w, n, args.seed + n), args.output_len)
+                    if proposer not in best or r["tok_s"] > best[proposer]["tok_s"]:
+                        best[proposer] = r
+            ref = best[None]
+            for proposer, r in best.items():
                 same = r["tokens"] == ref["tokens"]
-                rows.append((proposer, w, n, r, r["tok_s"] / ref["tok_s"]))
-                print(f"{proposer:9s} {w} n={n:3d} {r['tok_s']:7.1f} tok/s  ITL {r['itl'] * 1e3:6.1f} ms  acc {r['rate']:.2f}  "
-                      f"len {r['length']:.2f}  {r['tok_s'] / ref['tok_s']:.2f}x{'' if same else '  OUTPUT DIFFERS'}", flush=True)
-        del llm
+                rows.append((proposer or "off", w, n, r, r["tok_s"] / ref["tok_s"]))
+                print(f"{proposer or 'off':9s} {w} n={n:3d} {r['tok_s']:7.1f} tok/s  ITL {r['itl'] * 1e3:6.1f} ms  "
+                      f"acc {r['rate']:.2f}  len {r['length']:.2f}  {r['tok_s'] / ref['tok_s']:.2f}x"
+                      f"{'' if same else '  OUTPUT DIFFERS'}", flush=True)  # fmt: skip
     print_table(rows, args)
 
 
