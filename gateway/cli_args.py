@@ -28,7 +28,17 @@ def _server_flags(serve: argparse.ArgumentParser) -> None:
                        help="enables POST /start_profile and /stop_profile: one Chrome trace per engine core in DIR")
     group.add_argument("--max-waiting", type=int, default=512, help="queued requests beyond the running batch before 429")
     group.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES)
-    group.add_argument("--shutdown-timeout", type=float, default=60.0, help="seconds to drain in-flight requests")
+    group.add_argument("--shutdown-timeout", type=float, default=60.0,
+                       help="seconds SIGINT/SIGTERM waits for in-flight requests (new ones get a 503) before stopping")
+    group.add_argument("--max-connections", type=int, default=None,
+                       help="open client connections; more are answered 503 and closed (default: no limit)")
+    group.add_argument("--body-read-timeout", type=float, default=30.0,
+                       help="seconds a request body may take to arrive before a 408")
+    group.add_argument("--request-timeout", type=float, default=None,
+                       help="seconds a generation may run; then it ends with an error and frees its KV blocks")
+    group.add_argument("--max-url-bytes", type=int, default=8192, help="longer request lines are a 414")
+    group.add_argument("--max-header-bytes", type=int, default=16384, help="longer headers are a 431")
+    group.add_argument("--max-headers", type=int, default=128, help="more headers are a 431")
     group.add_argument("--log-level", default="info")
 
 

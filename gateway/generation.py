@@ -7,12 +7,12 @@ import contextlib
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, TypeVar
 
-import msgspec
 from aiohttp import web
 
 from gateway.engine_pool import EnginePool, EngineUnavailable, Overloaded
-from gateway.errors import ApiError, bad_request, from_decode_error, from_value_error
-from gateway.state import Services
+from gateway.errors import ApiError, bad_request, from_value_error
+from gateway.request_body import decode_body, read_bytes
+from gateway.state import SERVICES, Services
 from gateway.structured_request import Constraint
 from schemas.engine import SamplingParams
 
@@ -21,14 +21,9 @@ _DONE = object()
 
 
 async def read_body(request: web.Request, type_: type[T]) -> T:
-    """The JSON body decoded into `type_`; malformed or mistyped input is a 400, too big a 413."""
-    body = await request.read()
-    if not body.strip():
-        raise bad_request("The request body is empty; a JSON object is expected")
-    try:
-        return msgspec.json.decode(body, type=type_)
-    except msgspec.DecodeError as exc:
-        raise from_decode_error(exc) from None
+    """The JSON body decoded into `type_`: a 400 when malformed or mistyped, 413 too big, 408 too slow."""
+    services = request.app[SERVICES]
+    return decode_body(await read_bytes(request, services.settings.body_read_timeout_s), type_)
 
 
 def check_model(services: Services, model: str | None) -> None:
