@@ -71,7 +71,7 @@ def _embedding_config(args: argparse.Namespace):
 def _starters(args: argparse.Namespace, config, embedding_config):
     from engine import AsyncLLM
 
-    from gateway.engine_pool import EnginePool
+    from gateway.engine_pool import EnginePool, PoolLimits
 
     async def factory(index: int):
         return await AsyncLLM.start(config, in_process=args.in_process)
@@ -79,7 +79,9 @@ def _starters(args: argparse.Namespace, config, embedding_config):
     async def start_pool() -> EnginePool:
         print(f"Loading {args.model or 'the default model'} on {args.data_parallel_size} engine core(s)...", flush=True)
         max_queued = args.data_parallel_size * args.max_num_seqs + args.max_waiting
-        return await EnginePool.start(factory, args.data_parallel_size, max_queued=max_queued)
+        limits = PoolLimits(request_timeout_s=args.request_timeout, heartbeat_timeout_s=args.engine_heartbeat_timeout,
+                            block_size=args.block_size)  # fmt: skip
+        return await EnginePool.start(factory, args.data_parallel_size, max_queued=max_queued, limits=limits)
 
     if embedding_config is None:
         return start_pool, None
@@ -97,7 +99,7 @@ def _settings(args: argparse.Namespace) -> tuple[GatewaySettings, TlsSettings]:
     if args.data_parallel_size < 1:
         raise ValueError("--data-parallel-size must be >= 1")
     for flag in ("max_connections", "body_read_timeout", "request_timeout", "max_url_bytes", "max_header_bytes",
-                 "max_headers"):  # fmt: skip
+                 "max_headers", "engine_heartbeat_timeout"):  # fmt: skip
         value = getattr(args, flag)
         if value is not None and value <= 0:
             raise ValueError(f"--{flag.replace('_', '-')} must be > 0")
@@ -110,7 +112,6 @@ def _settings(args: argparse.Namespace) -> tuple[GatewaySettings, TlsSettings]:
         parsers=ParserConfig(tool_parser=args.tool_parser, reasoning_parser=args.reasoning_parser),
         profiler_dir=args.profiler_dir,
         body_read_timeout_s=args.body_read_timeout,
-        request_timeout_s=args.request_timeout,
     )
     tls = TlsSettings(keyfile=args.ssl_keyfile, certfile=args.ssl_certfile, ca_certs=args.ssl_ca_certs,
                       cert_reqs=parse_cert_reqs(args.ssl_cert_reqs))  # fmt: skip

@@ -83,6 +83,8 @@ def _engine_flags(serve: argparse.ArgumentParser) -> None:
     group.add_argument("--num-threads", type=int, default=None,
                        help="compute threads per engine core (default on CPU: usable cores / data-parallel-size)")
     group.add_argument("--data-parallel-size", type=int, default=1)
+    group.add_argument("--engine-heartbeat-timeout", type=float, default=5.0,
+                       help="seconds an engine core may stay silent (no heartbeat) before it is killed and replaced")
     group.add_argument("--in-process", action="store_true", help="run the engine core (and the encoder) inside this process")
     group.add_argument("--enforce-eager", action="store_true",
                        help="CUDA: run every step eagerly (no CUDA-graph capture of decode steps)")

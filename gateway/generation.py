@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 from aiohttp import web
 
-from gateway.engine_pool import EnginePool, EngineUnavailable, Overloaded
+from gateway.engine_pool import EnginePool, EngineUnavailable, Overloaded, RequestTimedOut
 from gateway.errors import ApiError, bad_request, from_value_error
 from gateway.request_body import decode_body, read_bytes
 from gateway.state import SERVICES, Services
@@ -41,6 +41,8 @@ def check_model(services: Services, model: str | None) -> None:
 
 def unavailable(services: Services, exc: Exception) -> ApiError:
     retry = {"Retry-After": str(services.settings.retry_after_s)}
+    if isinstance(exc, RequestTimedOut):
+        return ApiError(408, f"The request timed out: {exc}", code="request_timeout")
     if isinstance(exc, Overloaded):
         return ApiError(429, f"The server is overloaded: {exc}", type="rate_limit_error",
                         code="server_overloaded", headers=retry)

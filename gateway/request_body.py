@@ -28,6 +28,7 @@ async def read_bytes(request: web.Request, timeout_s: float | None) -> bytes:
         raise ApiError(408, f"The request body did not arrive within {timeout_s:g} s", code="request_timeout",
                        headers={"Connection": "close"}) from None  # fmt: skip
     except (HttpProcessingError, RequestPayloadError) as exc:  # e.g. Content-Encoding: gzip over a plain body
+        request.content.feed_eof()  # nothing more to read: aiohttp must not linger on the broken stream
         raise ApiError(400, f"The request body could not be read (is its Content-Encoding right?): {exc}",
                        code="invalid_body", headers={"Connection": "close"}) from None  # fmt: skip
 

@@ -30,7 +30,6 @@ class GatewaySettings:
     stream_heartbeat_s: float | None = None
     profiler_dir: str | None = None  # None: no /start_profile and /stop_profile routes
     body_read_timeout_s: float | None = 30.0  # a body still arriving after this is a 408
-    request_timeout_s: float | None = None  # a generation still running after this is ended (None: no limit)
 
 
 @dataclass(slots=True)
