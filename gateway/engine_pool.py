@@ -169,7 +169,7 @@ class EnginePool:
         except Exception as exc:
             if llm.is_alive:
                 raise
-            raise EngineUnavailable(f"engine {slot.index} died while serving the request") from exc
+            raise EngineUnavailable(f"engine {slot.index} died while serving the request ({exc})") from exc
         finally:
             await stream.aclose()
 
