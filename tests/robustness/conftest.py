@@ -36,9 +36,9 @@ SERVER_ARGS = ("--max-model-len", "256", "--num-kv-blocks", "96", "--max-num-seq
                "tiny", "--tool-parser", "hermes", "--grammar-compile-timeout", "5", "--body-read-timeout", "5")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def robust_server(robust_model_dir, robust_bert_dir):
-    """One engine core on the tiny random model, a tiny BERT encoder; shared by a module's tests."""
+    """One engine core on the tiny random model, a tiny BERT encoder; shared by the fuzz and soak tests."""
     proc = ServerProcess("--model", str(robust_model_dir), "--embedding-model", str(robust_bert_dir), *SERVER_ARGS)
     try:
         proc.wait_ready()
