@@ -14,7 +14,7 @@ import aiohttp
 import pytest
 
 from tests.e2e.conftest import ServerProcess
-from tests.robustness.client import CHAT, GOOD, healthy, is_error_body, metrics, settled, sse_errors
+from tests.robustness.client import CHAT, GOOD, healthy, is_error_body, settled, sse_errors
 
 # 32 blocks of 16 = 512 tokens of KV cache under a 1,024-token context.
 ARGS = ("--max-model-len", "1024", "--num-kv-blocks", "32", "--block-size", "16", "--max-num-seqs", "8",

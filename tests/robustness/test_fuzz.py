@@ -12,7 +12,7 @@ import time
 import aiohttp
 import pytest
 
-from tests.robustness.client import healthy, judge, metrics, settled
+from tests.robustness.client import healthy, judge, settled
 from tests.robustness.mutators import Fuzzer
 
 SEED = 22
@@ -59,3 +59,4 @@ async def test_fuzz_every_route(robust_server, fuzz_seconds):
     assert final["gateway_engine_restarts"] == 0, "an engine core died"
     assert by_status[200] > total // 10, "too few fuzzed requests reached the engine to mean much"
     assert "Traceback" not in robust_server.output, robust_server.output[-3000:]
+
