@@ -112,6 +112,12 @@ def sampling_params(
         name, requested = "max_tokens", (16 if req.max_tokens is None else req.max_tokens)
         _check_range("logprobs", req.logprobs, 0, MAX_TOP_LOGPROBS)
         logprobs = req.logprobs
+    if structured is not None and (req.ignore_eos or (req.min_tokens or 0) > 0):
+        # The grammar may end the output (only EOS allowed) before min_tokens; with EOS suppressed the
+        # engine would sample a token the grammar refuses and fail the request.
+        field = "ignore_eos" if req.ignore_eos else "min_tokens"
+        raise bad_request(f"{field} cannot be combined with a structured output constraint: the grammar "
+                          "decides where the output ends", field)  # fmt: skip
     top_k = req.top_k or 0
     if top_k >= vocab_size:  # keeping every token is no top-k at all (and keeps huge values away from torch)
         top_k = 0

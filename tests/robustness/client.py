@@ -44,9 +44,11 @@ def sse_errors(raw: bytes) -> list[dict]:
 
 
 async def judge(http: aiohttp.ClientSession, method: str, path: str, body: bytes | None,
-                headers: dict[str, str], timeout_s: float = 60.0) -> tuple[int, str | None]:  # fmt: skip
+                headers: dict[str, str], timeout_s: float = 60.0,
+                refusals: list[str] | None = None) -> tuple[int, str | None]:  # fmt: skip
     """(status, problem or None). A problem: a 5xx other than a JSON 503/429, a 4xx without an OpenAI
-    error body, a stream that ends in an internal error, or no answer within `timeout_s`."""
+    error body, a stream that ends in an internal error, or no answer within `timeout_s`.
+    The messages of 503/429 answers are appended to `refusals` when given."""
     try:
         async with asyncio.timeout(timeout_s):
             async with http.request(method, path, data=body, headers=headers) as resp:
@@ -56,6 +58,8 @@ async def judge(http: aiohttp.ClientSession, method: str, path: str, body: bytes
         return 0, f"no answer within {timeout_s} s"
     except aiohttp.ClientError as exc:
         return 0, f"connection failed: {exc!r}"
+    if refusals is not None and status in (503, 429):
+        refusals.append(f"{status} {path}: {raw[:200]!r}")
     if status >= 500 and not (status in (503, 429) and is_error_body(raw)):
         return status, f"{status}: {raw[:300]!r}"
     if 400 <= status < 500 and not is_error_body(raw):

@@ -206,3 +206,15 @@ async def test_connections_over_the_limit_are_503_and_others_still_served(url):
             writer.close()
     await asyncio.sleep(0.2)
     await good_after(url)
+
+
+@pytest.mark.parametrize("extra", [{"min_tokens": 30}, {"ignore_eos": True}])
+@pytest.mark.parametrize("constraint", [{"response_format": {"type": "json_object"}},
+                                        {"structured_outputs": {"choice": ["yes", "no"]}}])  # fmt: skip
+async def test_eos_suppression_with_a_grammar_is_400(url, extra, constraint):
+    """Found by the fuzz: the grammar allowed only EOS, min_tokens/ignore_eos forbade it, the engine failed
+    the request and the client saw a 503; now refused at the edge, naming the field."""
+    (field,) = extra
+    for path, base in ((CHAT, GOOD), ("/v1/completions", {"prompt": "Hi", "max_tokens": 3})):
+        status, raw = await request(url, "POST", path, json={**base, **constraint, **extra})
+        check_error(status, raw, 400, field)

@@ -49,6 +49,25 @@ async def test_a_prompt_the_kv_cache_cannot_hold_is_400_at_admission(http):
     assert await healthy(http) is None
 
 
+async def test_memory_pressure_finishes_every_stream_by_preemption(http):
+    """32 streams needing about 2,500 tokens of KV against a 512-token cache: all finish, blocks come back."""
+    body = {**LONG, "max_tokens": 64}
+    before = await settled(http)
+
+    async def one() -> bytes:
+        async with http.post(CHAT, json=body) as resp:
+            assert resp.status == 200
+            return await resp.read()
+
+    bodies = await asyncio.wait_for(asyncio.gather(*(one() for _ in range(32))), 240)
+    for raw in bodies:
+        assert raw.endswith(b"data: [DONE]\n\n") and not sse_errors(raw), raw[-300:]
+        assert b'"finish_reason":"length"' in raw
+    after = await settled(http)
+    assert after["gateway_kv_cache_free_blocks"] == after["gateway_kv_cache_total_blocks"]
+    assert after["gateway_num_preemptions"] > before["gateway_num_preemptions"]
+
+
 async def test_a_stopped_core_is_detected_by_its_heartbeat_and_replaced(http, fault_server):
     (pid,) = fault_server.core_pids()
     streams = [await http.post(CHAT, json=LONG) for _ in range(2)]

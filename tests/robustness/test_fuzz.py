@@ -26,6 +26,7 @@ async def test_fuzz_every_route(robust_server, fuzz_seconds):
     by_category: collections.Counter = collections.Counter()
     by_status: collections.Counter = collections.Counter()
     slowest: list[tuple[float, str]] = []
+    refusals: list[str] = []  # the 503/429 answers (allowed when they say why); printed
     deadline = time.monotonic() + fuzz_seconds
     timeout = aiohttp.ClientTimeout(total=None)
 
@@ -33,7 +34,7 @@ async def test_fuzz_every_route(robust_server, fuzz_seconds):
         while time.monotonic() < deadline and len(problems) < 20:
             case = fuzzer.case()
             started = time.monotonic()
-            status, problem = await judge(http, case.method, case.path, case.body, case.headers)
+            status, problem = await judge(http, case.method, case.path, case.body, case.headers, refusals=refusals)
             slowest.append((time.monotonic() - started, f"{case.path} [{case.category}] -> {status}"))
             for name in case.category.split("+"):
                 by_category[name] += 1
@@ -53,6 +54,7 @@ async def test_fuzz_every_route(robust_server, fuzz_seconds):
     total = sum(by_status.values())
     print(f"\nfuzz: {total} requests in {fuzz_seconds:g} s (seed {SEED}); statuses {dict(sorted(by_status.items()))}")
     print("categories: " + ", ".join(f"{k} {v}" for k, v in sorted(by_category.items())))
+    print("503/429 answers: " + ("; ".join(refusals[:5]) or "none"))
     assert not problems, "\n".join(problems)
     assert final["gateway_num_requests_inflight"] == 0
     assert final["gateway_kv_cache_free_blocks"] == final["gateway_kv_cache_total_blocks"], "KV blocks leaked"
