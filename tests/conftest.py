@@ -37,5 +37,6 @@ def tiny_llama_dir(tiny_model_factory) -> str:
 def pytest_addoption(parser):
     parser.addoption("--fuzz-seconds", type=float, default=None,
                      help="tests/robustness: seconds of fuzzing (default: a short run for the suite)")
+    parser.addoption("--fuzz-seed", type=int, default=22, help="tests/robustness: the fuzz's random seed")
     parser.addoption("--soak-seconds", type=float, default=None,
                      help="tests/robustness: seconds of the soak test (default: a short run for the suite)")

@@ -15,13 +15,13 @@ import pytest
 from tests.robustness.client import healthy, judge, settled
 from tests.robustness.mutators import Fuzzer
 
-SEED = 22
 NUM_WORKERS = 8
 CHECK_EVERY = 16  # requests between health checks
 
 
-async def test_fuzz_every_route(robust_server, fuzz_seconds):
-    fuzzer = Fuzzer(SEED)
+async def test_fuzz_every_route(robust_server, fuzz_seconds, request):
+    seed = request.config.getoption("--fuzz-seed")
+    fuzzer = Fuzzer(seed)
     problems: list[str] = []
     by_category: collections.Counter = collections.Counter()
     by_status: collections.Counter = collections.Counter()
@@ -52,7 +52,7 @@ async def test_fuzz_every_route(robust_server, fuzz_seconds):
     slowest.sort(reverse=True)
     print("slowest: " + "; ".join(f"{t:.1f} s {what}" for t, what in slowest[:4]))
     total = sum(by_status.values())
-    print(f"\nfuzz: {total} requests in {fuzz_seconds:g} s (seed {SEED}); statuses {dict(sorted(by_status.items()))}")
+    print(f"\nfuzz: {total} requests in {fuzz_seconds:g} s (seed {seed}); statuses {dict(sorted(by_status.items()))}")
     print("categories: " + ", ".join(f"{k} {v}" for k, v in sorted(by_category.items())))
     print("503/429 answers: " + ("; ".join(refusals[:5]) or "none"))
     assert not problems, "\n".join(problems)
