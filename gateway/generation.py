@@ -52,7 +52,12 @@ def unavailable(services: Services, exc: Exception) -> ApiError:
 
 @contextlib.contextmanager
 def admit(services: Services, num_requests: int) -> Iterator[None]:
-    """Holds queue places for one HTTP call; a full queue is a 429, no live engine a 503."""
+    """Holds queue places for one HTTP call; a full queue is a 429, no live engine a 503, and a call
+    that alone needs more places than the queue has a 400 (a retry could never succeed)."""
+    limit = services.pool.max_queued
+    if num_requests > limit:
+        raise bad_request(f"This request needs {num_requests} engine requests (prompts x n); the server "
+                          f"takes at most {limit} at once", "n")  # fmt: skip
     with contextlib.ExitStack() as stack:
         try:
             stack.enter_context(services.pool.admit(num_requests))

@@ -218,3 +218,12 @@ async def test_eos_suppression_with_a_grammar_is_400(url, extra, constraint):
     for path, base in ((CHAT, GOOD), ("/v1/completions", {"prompt": "Hi", "max_tokens": 3})):
         status, raw = await request(url, "POST", path, json={**base, **constraint, **extra})
         check_error(status, raw, 400, field)
+
+
+async def test_a_request_larger_than_the_whole_queue_is_400_not_429(url):
+    """Found by the fuzz: 2,000 prompts x n=1 against a 64-place queue got a 429 whose retry could never pass."""
+    status, raw = await request(url, "POST", "/v1/completions", json={"prompt": ["a"] * 2000, "max_tokens": 1})
+    check_error(status, raw, 400, "n")
+    status, raw = await request(url, "POST", "/v1/completions", json={"prompt": ["a"] * 8, "max_tokens": 1, "n": 9})
+    check_error(status, raw, 400, "n")
+    await good_after(url)
