@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import time
 from collections.abc import AsyncIterator
 
 from engine.config import EngineConfig
@@ -24,6 +25,7 @@ from schemas.engine import (
     AddRequest,
     EngineRequest,
     EngineStats,
+    Heartbeat,
     ModelInfo,
     ProfileResult,
     ResetPrefixCache,
@@ -54,6 +56,8 @@ class AsyncLLM:
         self._processor = OutputProcessor(tokenizer)
         self._queues: dict[str, asyncio.Queue] = {}
         self._dead = False
+        self._death = "the engine core stopped"  # what requests in flight are told when it dies
+        self.last_heard = time.monotonic()  # when the core last sent anything (a heartbeat at least)
         self._profile_reply: asyncio.Future | None = None
         self._reader = asyncio.create_task(self._read_loop())
 
@@ -85,6 +89,9 @@ class AsyncLLM:
 
     async def _read_loop(self) -> None:
         while (message := await self.client.recv()) is not None:
+            self.last_heard = time.monotonic()
+            if isinstance(message, Heartbeat):
+                continue
             if isinstance(message, ProfileResult) and self._profile_reply and not self._profile_reply.done():
                 self._profile_reply.set_result(message)
             if not isinstance(message, StepOutputs):
@@ -100,9 +107,9 @@ class AsyncLLM:
                 queue.put_nowait(delta)
         self._dead = True
         for queue in self._queues.values():
-            queue.put_nowait(EngineDeadError("the engine core stopped"))
+            queue.put_nowait(EngineDeadError(self._death))
         if self._profile_reply is not None and not self._profile_reply.done():
-            self._profile_reply.set_exception(EngineDeadError("the engine core stopped"))
+            self._profile_reply.set_exception(EngineDeadError(self._death))
 
     async def generate(
         self, request_id: str, prompt_token_ids: list[int], params: SamplingParams
@@ -134,6 +141,11 @@ class AsyncLLM:
             if not finished:
                 self._processor.remove(request_id)
                 self.client.send(AbortRequests([request_id]))
+
+    def kill(self, reason: str) -> None:
+        """Ends a core that hangs; its requests in flight fail with EngineDeadError(reason). Called by the supervisor."""
+        self._death = reason
+        self.client.kill()
 
     async def abort(self, request_id: str) -> None:
         self.client.send(AbortRequests([request_id]))

@@ -69,6 +69,13 @@ class CoreClient:
             return self.process.is_alive()
         return self.thread is not None and self.thread.is_alive()
 
+    def kill(self) -> None:
+        """Ends a core that no longer answers: SIGKILL for a process (a thread cannot be killed: its socket closes)."""
+        if self.process is not None:
+            self.process.kill()
+        else:
+            self.writer.close()
+
     def send(self, message) -> None:
         """Queues a message on the socket without waiting (safe inside finally blocks)."""
         if not self.writer.is_closing():

@@ -21,6 +21,8 @@ from schemas.engine import (
     AddRequest,
     CoreFailed,
     CoreReady,
+    HEARTBEAT_INTERVAL_S,
+    Heartbeat,
     ResetPrefixCache,
     StartProfile,
     StepOutputs,
@@ -40,6 +42,15 @@ def _reader(conn: BlockingConnection, inbox: queue.Queue) -> None:
     inbox.put(None)
 
 
+def _beat(conn: BlockingConnection, stop: threading.Event) -> None:
+    """Tells the client this process is alive (a stopped or frozen process falls silent)."""
+    while not stop.wait(HEARTBEAT_INTERVAL_S):
+        try:
+            conn.send(Heartbeat())
+        except OSError:
+            return
+
+
 def serve_core(config: EngineConfig, sock: socket.socket) -> None:
     """Loads the model, announces it, then serves until the client says stop or goes away."""
     conn = BlockingConnection(sock)
@@ -51,11 +62,14 @@ def serve_core(config: EngineConfig, sock: socket.socket) -> None:
     conn.send(CoreReady(core.info))
     inbox: queue.Queue = queue.Queue()
     threading.Thread(target=_reader, args=(conn, inbox), daemon=True, name="core-reader").start()
+    stop_beating = threading.Event()
+    threading.Thread(target=_beat, args=(conn, stop_beating), daemon=True, name="core-heartbeat").start()
     try:
         _loop(core, conn, inbox)
     except OSError:
         pass  # the client went away mid-send
     finally:
+        stop_beating.set()
         sock.close()
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import struct
+import threading
 
 import msgspec
 
@@ -25,9 +26,12 @@ class BlockingConnection:
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
+        self._send_lock = threading.Lock()  # the step loop and the heartbeat thread both send
 
     def send(self, message) -> None:
-        self.sock.sendall(frame(message))
+        data = frame(message)
+        with self._send_lock:
+            self.sock.sendall(data)
 
     def _read_exact(self, n: int) -> bytes | None:
         chunks, remaining = [], n

@@ -14,6 +14,7 @@ from gateway import openapi, routes_embeddings, routes_misc, routes_playground, 
 from gateway.auth import auth_middleware
 from gateway.engine_pool import EnginePool
 from gateway.errors import error_middleware
+from gateway.http_server import drain_middleware
 from gateway.metrics import GatewayMetrics, metrics_middleware
 from gateway.routes_chat import chat_completions
 from gateway.routes_completions import completions
@@ -88,7 +89,7 @@ def create_app(
 ) -> web.Application:
     """A configured gateway app; the starters are awaited at startup, the engines shut down at cleanup."""
     metrics = GatewayMetrics()
-    middlewares = [metrics_middleware(metrics), error_middleware]
+    middlewares = [metrics_middleware(metrics), error_middleware, drain_middleware]
     if settings.api_keys:
         middlewares.append(auth_middleware(settings.api_keys, settings.protect_metrics))
     app = web.Application(middlewares=middlewares, client_max_size=settings.max_body_bytes)

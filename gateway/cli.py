@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
 import os
 import sys
 
-from aiohttp import web
-
+from gateway import http_server
 from gateway.auth import collect_keys
 from gateway.chat_output import ParserConfig
 from gateway.cli_args import build_parser
+from gateway.http_server import HttpLimits
 from gateway.state import GatewaySettings, Services
 from gateway.tls import TlsSettings, parse_cert_reqs
 
@@ -73,7 +74,7 @@ def _embedding_config(args: argparse.Namespace):
 def _starters(args: argparse.Namespace, config, embedding_config):
     from engine import AsyncLLM
 
-    from gateway.engine_pool import EnginePool
+    from gateway.engine_pool import EnginePool, PoolLimits
 
     async def factory(index: int):
         return await AsyncLLM.start(config, in_process=args.in_process)
@@ -81,7 +82,9 @@ def _starters(args: argparse.Namespace, config, embedding_config):
     async def start_pool() -> EnginePool:
         print(f"Loading {args.model or 'the default model'} on {args.data_parallel_size} engine core(s)...", flush=True)
         max_queued = args.data_parallel_size * args.max_num_seqs + args.max_waiting
-        return await EnginePool.start(factory, args.data_parallel_size, max_queued=max_queued)
+        limits = PoolLimits(request_timeout_s=args.request_timeout, heartbeat_timeout_s=args.engine_heartbeat_timeout,
+                            block_size=args.block_size)  # fmt: skip
+        return await EnginePool.start(factory, args.data_parallel_size, max_queued=max_queued, limits=limits)
 
     if embedding_config is None:
         return start_pool, None
@@ -98,6 +101,11 @@ def _settings(args: argparse.Namespace) -> tuple[GatewaySettings, TlsSettings]:
     """Raises ValueError naming the flag at fault."""
     if args.data_parallel_size < 1:
         raise ValueError("--data-parallel-size must be >= 1")
+    for flag in ("max_connections", "body_read_timeout", "request_timeout", "max_url_bytes", "max_header_bytes",
+                 "max_headers", "engine_heartbeat_timeout"):  # fmt: skip
+        value = getattr(args, flag)
+        if value is not None and value <= 0:
+            raise ValueError(f"--{flag.replace('_', '-')} must be > 0")
     settings = GatewaySettings(
         served_model_name=args.served_model_name,
         api_keys=collect_keys(args.api_key, args.api_key_file, os.environ.get("GATEWAY_API_KEY")),
@@ -106,6 +114,7 @@ def _settings(args: argparse.Namespace) -> tuple[GatewaySettings, TlsSettings]:
         reasoning_field=args.reasoning_field,
         parsers=ParserConfig(tool_parser=args.tool_parser, reasoning_parser=args.reasoning_parser),
         profiler_dir=args.profiler_dir,
+        body_read_timeout_s=args.body_read_timeout,
     )
     tls = TlsSettings(keyfile=args.ssl_keyfile, certfile=args.ssl_certfile, ca_certs=args.ssl_ca_certs,
                       cert_reqs=parse_cert_reqs(args.ssl_cert_reqs))  # fmt: skip
@@ -134,9 +143,11 @@ def serve(args: argparse.Namespace) -> int:
 
     start_pool, start_embedder = _starters(args, config, embedding_config)
     app = create_app(settings, start_pool, start_embedder=start_embedder, on_ready=on_ready)
+    limits = HttpLimits(max_url_bytes=args.max_url_bytes, max_header_bytes=args.max_header_bytes,
+                        max_headers=args.max_headers, max_connections=args.max_connections)  # fmt: skip
     try:
-        web.run_app(app, host=args.host, port=args.port, print=None, shutdown_timeout=args.shutdown_timeout,
-                    handler_cancellation=True, access_log=None, ssl_context=ssl_context)
+        asyncio.run(http_server.serve(app, host=args.host, port=args.port, ssl_context=ssl_context, limits=limits,
+                                      shutdown_timeout=args.shutdown_timeout))  # fmt: skip
     except (ValueError, RuntimeError, OSError) as exc:  # a bad model, a core that cannot start, a busy port
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -28,7 +28,17 @@ def _server_flags(serve: argparse.ArgumentParser) -> None:
                        help="enables POST /start_profile and /stop_profile: one Chrome trace per engine core in DIR")
     group.add_argument("--max-waiting", type=int, default=512, help="queued requests beyond the running batch before 429")
     group.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES)
-    group.add_argument("--shutdown-timeout", type=float, default=60.0, help="seconds to drain in-flight requests")
+    group.add_argument("--shutdown-timeout", type=float, default=60.0,
+                       help="seconds SIGINT/SIGTERM waits for in-flight requests (new ones get a 503) before stopping")
+    group.add_argument("--max-connections", type=int, default=None,
+                       help="open client connections; more are answered 503 and closed (default: no limit)")
+    group.add_argument("--body-read-timeout", type=float, default=30.0,
+                       help="seconds a request body may take to arrive before a 408")
+    group.add_argument("--request-timeout", type=float, default=None,
+                       help="seconds a generation may run; then it ends with an error and frees its KV blocks")
+    group.add_argument("--max-url-bytes", type=int, default=8192, help="longer request lines are a 414")
+    group.add_argument("--max-header-bytes", type=int, default=16384, help="longer headers are a 431")
+    group.add_argument("--max-headers", type=int, default=128, help="more headers are a 431")
     group.add_argument("--log-level", default="info")
 
 
@@ -73,6 +83,8 @@ def _engine_flags(serve: argparse.ArgumentParser) -> None:
     group.add_argument("--num-threads", type=int, default=None,
                        help="compute threads per engine core (default on CPU: usable cores / data-parallel-size)")
     group.add_argument("--data-parallel-size", type=int, default=1)
+    group.add_argument("--engine-heartbeat-timeout", type=float, default=5.0,
+                       help="seconds an engine core may stay silent (no heartbeat) before it is killed and replaced")
     group.add_argument("--in-process", action="store_true", help="run the engine core (and the encoder) inside this process")
     group.add_argument("--enforce-eager", action="store_true",
                        help="CUDA: run every step eagerly (no CUDA-graph capture of decode steps)")

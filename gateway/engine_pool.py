@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -20,8 +22,21 @@ class EngineUnavailable(Exception):
     """No engine can take or finish the request (its core died, or none is alive)."""
 
 
+class RequestTimedOut(EngineUnavailable):
+    """The request ran past `--request-timeout`; it was aborted and its KV blocks freed."""
+
+
 class Overloaded(Exception):
     """The waiting queue is full; the client should retry later."""
+
+
+@dataclass(frozen=True, slots=True)
+class PoolLimits:
+    """What the pool enforces per request and per core (built by the CLI)."""
+
+    request_timeout_s: float | None = None  # a generation running longer is aborted
+    heartbeat_timeout_s: float | None = 5.0  # a core silent this long hangs: it is killed and replaced
+    block_size: int | None = None  # KV block size, for the admission check that a request fits the cache
 
 
 @dataclass(slots=True)
@@ -35,21 +50,24 @@ class EnginePool:
     """N engine clients. Started once by the app's cleanup context; handlers call
     `generate` inside `with admit(n)`; the supervisor task calls `supervise` and restarts dead cores."""
 
-    def __init__(self, engines: list[Any], factory: EngineFactory | None, *, max_queued: int) -> None:
+    def __init__(self, engines: list[Any], factory: EngineFactory | None, *, max_queued: int,
+                 limits: PoolLimits | None = None) -> None:  # fmt: skip
         if not engines:
             raise ValueError("an engine pool needs at least one engine")
         self._slots = [_Slot(i, llm) for i, llm in enumerate(engines)]
         self._factory = factory
         self.max_queued = max_queued  # engine requests allowed in flight across the pool
+        self.limits = limits or PoolLimits()
         self.num_inflight = 0
         self.num_restarts = 0
         self._restarts: set[asyncio.Task] = set()
 
     @classmethod
-    async def start(cls, factory: EngineFactory, size: int, *, max_queued: int) -> EnginePool:
+    async def start(cls, factory: EngineFactory, size: int, *, max_queued: int,
+                    limits: PoolLimits | None = None) -> EnginePool:  # fmt: skip
         engines = await asyncio.gather(*(factory(i) for i in range(size)))
         engines[0].warm_grammar()  # the vocabulary that check_structured compiles against
-        return cls(list(engines), factory, max_queued=max_queued)
+        return cls(list(engines), factory, max_queued=max_queued, limits=limits)
 
     # --- facts every engine shares ---------------------------------------------------------
 
@@ -70,7 +88,17 @@ class EnginePool:
         return sum(1 for slot in self._slots if slot.llm.is_alive and not slot.restarting)
 
     def validate(self, prompt_token_ids: list[int], params: SamplingParams) -> None:
+        """ValueError("<field>: ...") for a request no engine can serve, including one its KV cache cannot hold."""
         self._slots[0].llm.validate(prompt_token_ids, params)
+        block_size = self.limits.block_size
+        num_blocks = self.model_info.num_total_blocks if block_size else 0
+        if num_blocks:
+            num_tokens = len(prompt_token_ids) + (params.max_tokens or 0)
+            if math.ceil(num_tokens / block_size) > num_blocks:
+                field = "max_tokens" if len(prompt_token_ids) <= num_blocks * block_size else "prompt"
+                raise ValueError(f"{field}: the prompt ({len(prompt_token_ids)} tokens) and max_tokens "
+                                 f"({params.max_tokens}) need {num_tokens} tokens of KV cache; it holds "
+                                 f"{num_blocks * block_size}")  # fmt: skip
 
     async def check_structured(self, spec: StructuredSpec) -> None:
         """ValueError when the constraint does not compile (within the engine's time limit)."""
@@ -121,15 +149,27 @@ class EnginePool:
         slot = self._pick()
         llm = slot.llm
         stream = llm.generate(request_id, prompt_token_ids, params)
+        timeout_s = self.limits.request_timeout_s
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
         try:
-            async for out in stream:
+            while True:
+                try:
+                    if deadline is None:
+                        out = await anext(stream)
+                    else:
+                        out = await asyncio.wait_for(anext(stream), max(0.0, deadline - time.monotonic()))
+                except StopAsyncIteration:
+                    break
+                except TimeoutError:
+                    raise RequestTimedOut(f"the request ran longer than the server's limit of {timeout_s:g} s "
+                                          "(--request-timeout); it was stopped") from None  # fmt: skip
                 yield out
-        except (ValueError, asyncio.CancelledError, GeneratorExit):
+        except (ValueError, asyncio.CancelledError, GeneratorExit, RequestTimedOut):
             raise
         except Exception as exc:
             if llm.is_alive:
                 raise
-            raise EngineUnavailable(f"engine {slot.index} died while serving the request") from exc
+            raise EngineUnavailable(f"engine {slot.index} died while serving the request ({exc})") from exc
         finally:
             await stream.aclose()
 
@@ -147,15 +187,32 @@ class EnginePool:
     # --- supervision -----------------------------------------------------------------------
 
     async def supervise(self, interval_s: float = 0.5) -> None:
-        """Runs until cancelled: restarts every core whose process died."""
+        """Runs until cancelled: kills cores that fell silent, restarts every core whose process died."""
+        last_tick = time.monotonic()
         while True:
             await asyncio.sleep(interval_s)
+            now = time.monotonic()
+            if now - last_tick < interval_s + 1.0:  # a late tick means this loop was blocked, not the cores
+                self._kill_silent(now)
+            last_tick = now
             for slot in self._slots:
                 if not slot.llm.is_alive and not slot.restarting and self._factory is not None:
                     slot.restarting = True
                     task = asyncio.create_task(self._restart(slot))
                     self._restarts.add(task)
                     task.add_done_callback(self._restarts.discard)
+
+    def _kill_silent(self, now: float) -> None:
+        timeout_s = self.limits.heartbeat_timeout_s
+        if timeout_s is None:
+            return
+        for slot in self._slots:
+            last_heard = getattr(slot.llm, "last_heard", None)
+            if slot.restarting or last_heard is None or not slot.llm.is_alive or now - last_heard < timeout_s:
+                continue
+            log.error("engine %d sent no heartbeat for %.1f s; killing it", slot.index, now - last_heard)
+            slot.llm.kill(f"engine core {slot.index} stopped answering (no heartbeat for {now - last_heard:.1f} s); "
+                          "it was killed and is being restarted")  # fmt: skip
 
     async def _restart(self, slot: _Slot) -> None:
         log.warning("engine %d died; restarting it", slot.index)

@@ -8,6 +8,7 @@ import re
 
 import msgspec
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from schemas.openai import ErrorBody, ErrorInfo
 
@@ -44,9 +45,12 @@ class ApiError(Exception):
         return _ENCODER.encode(ErrorBody(error=info))
 
     def response(self) -> web.Response:
-        return web.Response(
+        response = web.Response(
             status=self.status, body=self.body(), content_type="application/json", headers=self.headers
         )
+        if self.headers.get("Connection") == "close":
+            response.force_close()  # also skips aiohttp's lingering read of an unread body
+        return response
 
 
 def bad_request(message: str, param: str | None = None) -> ApiError:
@@ -103,6 +107,9 @@ async def error_middleware(request: web.Request, handler) -> web.StreamResponse:
         return from_http_exception(exc).response()
     except msgspec.DecodeError as exc:
         return from_decode_error(exc).response()
+    except HttpProcessingError as exc:  # a body aiohttp could not read (bad chunking or content encoding)
+        status = exc.code if 400 <= exc.code < 500 else 400
+        return ApiError(status, f"The request could not be read: {exc.message}", code="invalid_body").response()
     except (ConnectionResetError, asyncio.CancelledError):
         raise
     except Exception:

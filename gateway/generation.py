@@ -7,12 +7,12 @@ import contextlib
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, TypeVar
 
-import msgspec
 from aiohttp import web
 
-from gateway.engine_pool import EnginePool, EngineUnavailable, Overloaded
-from gateway.errors import ApiError, bad_request, from_decode_error, from_value_error
-from gateway.state import Services
+from gateway.engine_pool import EnginePool, EngineUnavailable, Overloaded, RequestTimedOut
+from gateway.errors import ApiError, bad_request, from_value_error
+from gateway.request_body import decode_body, read_bytes
+from gateway.state import SERVICES, Services
 from gateway.structured_request import Constraint
 from schemas.engine import SamplingParams
 
@@ -21,14 +21,9 @@ _DONE = object()
 
 
 async def read_body(request: web.Request, type_: type[T]) -> T:
-    """The JSON body decoded into `type_`; malformed or mistyped input is a 400, too big a 413."""
-    body = await request.read()
-    if not body.strip():
-        raise bad_request("The request body is empty; a JSON object is expected")
-    try:
-        return msgspec.json.decode(body, type=type_)
-    except msgspec.DecodeError as exc:
-        raise from_decode_error(exc) from None
+    """The JSON body decoded into `type_`: a 400 when malformed or mistyped, 413 too big, 408 too slow."""
+    services = request.app[SERVICES]
+    return decode_body(await read_bytes(request, services.settings.body_read_timeout_s), type_)
 
 
 def check_model(services: Services, model: str | None) -> None:
@@ -46,6 +41,8 @@ def check_model(services: Services, model: str | None) -> None:
 
 def unavailable(services: Services, exc: Exception) -> ApiError:
     retry = {"Retry-After": str(services.settings.retry_after_s)}
+    if isinstance(exc, RequestTimedOut):
+        return ApiError(408, f"The request timed out: {exc}", code="request_timeout")
     if isinstance(exc, Overloaded):
         return ApiError(429, f"The server is overloaded: {exc}", type="rate_limit_error",
                         code="server_overloaded", headers=retry)
@@ -55,7 +52,12 @@ def unavailable(services: Services, exc: Exception) -> ApiError:
 
 @contextlib.contextmanager
 def admit(services: Services, num_requests: int) -> Iterator[None]:
-    """Holds queue places for one HTTP call; a full queue is a 429, no live engine a 503."""
+    """Holds queue places for one HTTP call; a full queue is a 429, no live engine a 503, and a call
+    that alone needs more places than the queue has a 400 (a retry could never succeed)."""
+    limit = services.pool.max_queued
+    if num_requests > limit:
+        raise bad_request(f"This request needs {num_requests} engine requests (prompts x n); the server "
+                          f"takes at most {limit} at once", "n")  # fmt: skip
     with contextlib.ExitStack() as stack:
         try:
             stack.enter_context(services.pool.admit(num_requests))

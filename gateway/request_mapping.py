@@ -12,6 +12,7 @@ MAX_N = 64
 MAX_TOP_LOGPROBS = 20
 MAX_STOP_STRINGS = 16
 _SEED_MIN, _SEED_MAX = -(2**63), 2**63 - 1
+_INT64_MAX = 2**63 - 1
 
 
 def _check_range(name: str, value: float | None, low: float, high: float, *, low_open: bool = False) -> None:
@@ -59,10 +60,10 @@ def _validate_common(req: SamplingFields, vocab_size: int) -> None:
     _check_range("frequency_penalty", req.frequency_penalty, -2.0, 2.0)
     _check_range("repetition_penalty", req.repetition_penalty, 0.0, 100.0, low_open=True)
     _check_range("seed", req.seed, _SEED_MIN, _SEED_MAX)
-    if req.top_k is not None and req.top_k < -1:
-        raise bad_request(f"top_k must be -1, 0 (off) or positive, got {req.top_k}", "top_k")
-    if req.min_tokens is not None and req.min_tokens < 0:
-        raise bad_request(f"min_tokens must be >= 0, got {req.min_tokens}", "min_tokens")
+    if req.top_k is not None and not -1 <= req.top_k <= _INT64_MAX:
+        raise bad_request(f"top_k must be -1, 0 (off) or a positive 64-bit integer, got {req.top_k}", "top_k")
+    _check_range("min_tokens", req.min_tokens, 0, _INT64_MAX)
+    _check_range("max_tokens", req.max_tokens, -_INT64_MAX, _INT64_MAX)
     for token_id in req.stop_token_ids or ():
         if not 0 <= token_id < vocab_size:
             raise bad_request(f"stop_token_ids holds {token_id}, outside the vocabulary", "stop_token_ids")
@@ -103,6 +104,7 @@ def sampling_params(
     `structured` is the request's output constraint (gateway.structured_request, tool_constraint)."""
     _validate_common(req, vocab_size)
     if isinstance(req, ChatCompletionRequest):
+        _check_range("max_completion_tokens", req.max_completion_tokens, -_INT64_MAX, _INT64_MAX)
         name = "max_completion_tokens" if req.max_completion_tokens is not None else "max_tokens"
         requested = req.max_completion_tokens if req.max_completion_tokens is not None else req.max_tokens
         logprobs = _chat_logprobs(req)
@@ -110,7 +112,15 @@ def sampling_params(
         name, requested = "max_tokens", (16 if req.max_tokens is None else req.max_tokens)
         _check_range("logprobs", req.logprobs, 0, MAX_TOP_LOGPROBS)
         logprobs = req.logprobs
+    if structured is not None and (req.ignore_eos or (req.min_tokens or 0) > 0):
+        # The grammar may end the output (only EOS allowed) before min_tokens; with EOS suppressed the
+        # engine would sample a token the grammar refuses and fail the request.
+        field = "ignore_eos" if req.ignore_eos else "min_tokens"
+        raise bad_request(f"{field} cannot be combined with a structured output constraint: the grammar "
+                          "decides where the output ends", field)  # fmt: skip
     top_k = req.top_k or 0
+    if top_k >= vocab_size:  # keeping every token is no top-k at all (and keeps huge values away from torch)
+        top_k = 0
     return SamplingParams(
         max_tokens=_max_tokens(requested, name, num_prompt_tokens, max_model_len),
         temperature=1.0 if req.temperature is None else req.temperature,

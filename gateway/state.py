@@ -29,6 +29,7 @@ class GatewaySettings:
     retry_after_s: int = 1
     stream_heartbeat_s: float | None = None
     profiler_dir: str | None = None  # None: no /start_profile and /stop_profile routes
+    body_read_timeout_s: float | None = 30.0  # a body still arriving after this is a 408
 
 
 @dataclass(slots=True)
@@ -44,6 +45,7 @@ class Services:
     model_name: str = ""
     created: int = field(default_factory=lambda: int(time.time()))
     token_text_cache: dict[int, str] = field(default_factory=dict)
+    draining: bool = False  # set on SIGINT/SIGTERM: new requests are refused while those in flight finish
 
     def attach(self, pool: EnginePool, embedder: Any = None) -> None:
         self._pool = pool
@@ -51,6 +53,10 @@ class Services:
         self.parsers = resolve_parsers(self.settings.parsers, pool.tokenizer)
         self._renderer = ChatRenderer(pool.tokenizer, self.parsers.tool_parser)
         self.model_name = self.settings.served_model_name or pool.model_info.name
+
+    @property
+    def has_pool(self) -> bool:
+        return self._pool is not None
 
     @property
     def pool(self) -> EnginePool:

@@ -170,4 +170,10 @@ class ProfileResult(msgspec.Struct, tag="profile"):
     error: str | None = None
 
 
-CoreMessage = StepOutputs | CoreReady | CoreFailed | ProfileResult
+class Heartbeat(msgspec.Struct, tag="beat"):
+    """Sent by a live core every `HEARTBEAT_INTERVAL_S`, work or not: silence means it hangs (or is stopped)."""
+
+
+HEARTBEAT_INTERVAL_S = 0.5
+
+CoreMessage = StepOutputs | CoreReady | CoreFailed | ProfileResult | Heartbeat

@@ -32,3 +32,11 @@ def tiny_model_factory(tmp_path_factory):
 @pytest.fixture(scope="session")
 def tiny_llama_dir(tiny_model_factory) -> str:
     return tiny_model_factory("llama")
+
+
+def pytest_addoption(parser):
+    parser.addoption("--fuzz-seconds", type=float, default=None,
+                     help="tests/robustness: seconds of fuzzing (default: a short run for the suite)")
+    parser.addoption("--fuzz-seed", type=int, default=22, help="tests/robustness: the fuzz's random seed")
+    parser.addoption("--soak-seconds", type=float, default=None,
+                     help="tests/robustness: seconds of the soak test (default: a short run for the suite)")

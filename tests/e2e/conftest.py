@@ -30,9 +30,10 @@ def free_port() -> int:
 class ServerProcess:
     """A gateway subprocess in its own process group (so a test can Ctrl-C it like a terminal)."""
 
-    def __init__(self, *args: str, api_key: str | None = None, ssl_context: ssl.SSLContext | None = None) -> None:
+    def __init__(self, *args: str, api_key: str | None = None, ssl_context: ssl.SSLContext | None = None,
+                 port: int | None = None) -> None:  # fmt: skip
         """`ssl_context`: the client context the readiness check uses (the server then speaks HTTPS)."""
-        self.port = free_port()
+        self.port = port or free_port()
         self.api_key = api_key
         self.ssl_context = ssl_context
         self.url = f"{'https' if ssl_context else 'http'}://127.0.0.1:{self.port}"

@@ -8,7 +8,7 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from gateway.app import create_app
-from gateway.engine_pool import EnginePool
+from gateway.engine_pool import EnginePool, PoolLimits
 from gateway.state import GatewaySettings
 from tests.gateway.fake_engine import FakeLLM
 from tests.helpers.tiny_bert import make_tiny_bert
@@ -37,7 +37,7 @@ async def make_client(tokenizer) -> AsyncIterator[Callable]:
 
     async def make(settings: GatewaySettings | None = None, engines: list | None = None,
                    max_queued: int = 256, restart: bool = True, embedding_model: str | None = None,
-                   **fake_kwargs) -> TestClient:
+                   pool_limits: PoolLimits | None = None, **fake_kwargs) -> TestClient:
         fakes = engines or [FakeLLM(tokenizer, **fake_kwargs)]
 
         async def factory(index: int) -> FakeLLM:
@@ -46,7 +46,7 @@ async def make_client(tokenizer) -> AsyncIterator[Callable]:
             return fresh
 
         async def start_pool() -> EnginePool:
-            return EnginePool(list(fakes), factory if restart else None, max_queued=max_queued)
+            return EnginePool(list(fakes), factory if restart else None, max_queued=max_queued, limits=pool_limits)
 
         start_embedder = None
         if embedding_model is not None:
