@@ -23,7 +23,9 @@ import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from serve import WORDS, RequestResult, machine_line, one_request, server_model, spawn_server, stop_server  # noqa: E402
+from serve import (  # noqa: E402
+    WORDS, RequestResult, add_target_args, machine_line, one_request, server_model, start_targets, stop_server,
+)
 
 
 def system_prompt(seed: int, num_words: int) -> str:
@@ -64,10 +66,7 @@ def prefill_tok_s(results: list[RequestResult]) -> float:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--url", action="append", default=[], metavar="NAME=URL", help="a running server (repeatable)")
-    p.add_argument("--spawn", action="store_true", help="start our gateway (listed first, as 'ours')")
-    p.add_argument("--spawn-args", default="", help="extra flags for the spawned gateway, one string")
-    p.add_argument("--api-key", default=None)
+    add_target_args(p)
     p.add_argument("--prefix-words", type=int, default=950, help="~1,000 tokens of system prompt with the default")
     p.add_argument("--requests", type=int, default=4, help="requests of each kind per repeat")
     p.add_argument("--repeats", type=int, default=2)
@@ -78,17 +77,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    headers = {"Authorization": f"Bearer {args.api_key}"} if args.api_key else {}
-    targets: list[tuple[str, str]] = []
-    proc = None
-    if args.spawn:
-        proc, url = spawn_server(args.spawn_args.split(), 8)
-        targets.append(("ours", url))
-    for spec in args.url:
-        name, _, url = spec.partition("=")
-        targets.append((name, url.rstrip("/")))
-    if not targets:
-        raise SystemExit("give --spawn and/or --url NAME=URL")
+    headers, targets, proc = start_targets(args, 8)
     rows: dict[str, tuple[list, list]] = {name: ([], []) for name, _ in targets}
     try:
         models = {name: server_model(url, headers) for name, url in targets}

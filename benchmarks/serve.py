@@ -271,12 +271,35 @@ def plot(targets, levels, runs, path: str, title: str) -> None:
     print(f"plot written to {path}")
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_target_args(p: argparse.ArgumentParser) -> None:
+    """The flags that name the servers to measure (shared with prefix_ttft.py)."""
     p.add_argument("--url", action="append", default=[], metavar="NAME=URL", help="a running server (repeatable)")
     p.add_argument("--spawn", action="store_true", help="start our gateway (listed first, as 'ours')")
     p.add_argument("--spawn-args", default="", help="extra flags for the spawned gateway, one string")
     p.add_argument("--api-key", default=None)
+
+
+def start_targets(args: argparse.Namespace, max_num_seqs: int):
+    """(headers, [(name, url)], spawned process or None) from add_target_args' flags."""
+    headers = {"Authorization": f"Bearer {args.api_key}"} if args.api_key else {}
+    targets: list[tuple[str, str]] = []
+    proc = None
+    if args.spawn:
+        proc, url = spawn_server(args.spawn_args.split(), max_num_seqs)
+        targets.append(("ours", url))
+    for spec in args.url:
+        name, _, url = spec.partition("=") if "=" in spec else (f"server{len(targets)}", "", spec)
+        targets.append((name, url.rstrip("/")))
+    if not targets:
+        if proc is not None:
+            stop_server(proc)
+        raise SystemExit("give --spawn and/or --url NAME=URL")
+    return headers, targets, proc
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_target_args(p)
     p.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 16, 64])
     p.add_argument("--waves", type=int, default=2, help="requests per level as a multiple of the concurrency (>= 4)")
     p.add_argument("--repeats", type=int, default=1, help="runs of each level per target; medians are shown")
@@ -289,17 +312,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    headers = {"Authorization": f"Bearer {args.api_key}"} if args.api_key else {}
-    targets: list[tuple[str, str]] = []
-    proc = None
-    if args.spawn:
-        proc, url = spawn_server(args.spawn_args.split(), max(args.concurrency))
-        targets.append(("ours", url))
-    for spec in args.url:
-        name, _, url = spec.partition("=") if "=" in spec else (f"server{len(targets)}", "", spec)
-        targets.append((name, url.rstrip("/")))
-    if not targets:
-        raise SystemExit("give --spawn and/or --url NAME=URL")
+    headers, targets, proc = start_targets(args, max(args.concurrency))
     try:
         models = {name: server_model(url, headers) for name, url in targets}
         print(machine_line())
