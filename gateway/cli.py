@@ -21,10 +21,11 @@ log = logging.getLogger("gateway")
 
 def _engine_config(args: argparse.Namespace):
     from engine import EngineConfig
+    from engine.hardware import usable_cores
 
     num_threads = args.num_threads
     if num_threads is None and (args.device or "cpu") == "cpu" and args.data_parallel_size > 1:
-        num_threads = max(1, len(os.sched_getaffinity(0)) // args.data_parallel_size)  # one core set per engine
+        num_threads = max(1, usable_cores() // args.data_parallel_size)  # one core set per engine
     config = EngineConfig(
         model=args.model,
         max_model_len=args.max_model_len,
