@@ -32,7 +32,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 
 import torch  # noqa: E402
 
-from engine import LLM, SamplingParams, StructuredSpec  # noqa: E402
+from engine import LLM, ChoiceSpec, SamplingParams  # noqa: E402
 from schemas.engine import EngineRequest  # noqa: E402
 
 BACKENDS = ("native", "transformers")
@@ -267,7 +267,7 @@ def main() -> None:
         # The core builds the grammar vocabulary on a thread at start; until it is done it
         # competes with the step loop for the GIL (decode steps 3-4x slower). A constrained
         # request waits for that build, so the sweep starts on a quiet core.
-        llm.generate([[100, 101]], SamplingParams(max_tokens=2, structured=StructuredSpec(choice=["yes", "no"])))
+        llm.generate([[100, 101]], SamplingParams(max_tokens=2, structured=ChoiceSpec(choice=["yes", "no"])))
     print(f"torch threads {torch.get_num_threads()}, load {_load()}", flush=True)
     start = time.perf_counter()
     points = sweep(llms, args)

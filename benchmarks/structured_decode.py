@@ -23,7 +23,7 @@ import time
 import torch
 
 from engine import LLM, SamplingParams
-from schemas.engine import StructuredSpec
+from schemas.engine import JsonSchemaSpec
 
 _ITEM = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 40},
                                           "quantity": {"type": "integer", "minimum": 0},
@@ -71,7 +71,7 @@ def run(llm: LLM, num: int, output_len: int, constrained: bool, run_index: int) 
     prompts = make_prompts(llm, num, run_index)
     params = []
     for i in range(num):
-        spec = StructuredSpec(json_schema=json.dumps(SCHEMAS[i % len(SCHEMAS)])) if constrained else None
+        spec = JsonSchemaSpec(json_schema=json.dumps(SCHEMAS[i % len(SCHEMAS)])) if constrained else None
         params.append(SamplingParams(max_tokens=output_len, temperature=0.8, seed=run_index * 1000 + i,
                                      ignore_eos=not constrained, structured=spec))  # fmt: skip
     start = time.perf_counter()

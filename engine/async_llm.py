@@ -12,14 +12,13 @@ import dataclasses
 import time
 from collections.abc import AsyncIterator
 
+from engine.client import EngineDeadError, RequestRefused
 from engine.config import EngineConfig
 from engine.core_client import CoreClient
 from engine.loader import resolve_model
 from engine.output_processor import OutputProcessor
 from engine.outputs import RequestOutput
-from engine.structured import GrammarChecker
 from engine.tokenizer import load_tokenizer
-from engine.validation import validate_request
 from schemas.engine import (
     AbortRequests,
     AddRequest,
@@ -33,24 +32,51 @@ from schemas.engine import (
     StartProfile,
     StepOutputs,
     StopProfile,
-    StructuredSpec,
 )
 
+_ACCEPTED = object()  # queued for a request when the core has admitted it
 
-class EngineDeadError(RuntimeError):
-    """The engine core died; requests in flight on it are lost."""
+
+class _Stream:
+    """An admitted request's deltas from its queue; closing it early aborts the request in the core."""
+
+    def __init__(self, llm: AsyncLLM, request_id: str, queue: asyncio.Queue) -> None:
+        self._llm, self._request_id, self._queue = llm, request_id, queue
+        self._done = False
+
+    def __aiter__(self) -> _Stream:
+        return self
+
+    async def __anext__(self) -> RequestOutput:
+        if self._done:
+            raise StopAsyncIteration
+        item = await self._queue.get()
+        if isinstance(item, Exception):
+            await self._finish(True)
+            raise item
+        if item.error:
+            await self._finish(True)
+            raise ValueError(item.error)
+        if item.finished:
+            await self._finish(True)
+        return item
+
+    async def _finish(self, ended: bool) -> None:
+        if not self._done:
+            self._done = True
+            self._llm._release(self._request_id, abort=not ended)
+
+    async def aclose(self) -> None:
+        await self._finish(False)
 
 
 class AsyncLLM:
     """One engine core behind an asyncio interface; create with `await AsyncLLM.start(config)`."""
 
-    def __init__(self, client: CoreClient, tokenizer, grammar_compile_timeout: float = 30.0,
-                 open_objects: bool = False) -> None:
+    def __init__(self, client: CoreClient, tokenizer) -> None:
         self.client = client
         self.tokenizer = tokenizer
         self.model_info: ModelInfo = client.ready.info
-        self._grammar = GrammarChecker(tokenizer, self.model_info.vocab_size, self.model_info.eos_token_ids,
-                                       grammar_compile_timeout, open_objects)  # fmt: skip
         num_blocks = self.model_info.num_total_blocks
         self.stats = EngineStats(num_total_blocks=num_blocks, num_free_blocks=num_blocks)
         self._processor = OutputProcessor(tokenizer)
@@ -66,7 +92,7 @@ class AsyncLLM:
         files = await asyncio.to_thread(resolve_model, config.model, config.cache_dir)  # converts a GGUF once
         tokenizer = await asyncio.to_thread(load_tokenizer, files.folder)
         client = await CoreClient.start(dataclasses.replace(config), in_process=in_process)
-        return cls(client, tokenizer, config.grammar_compile_timeout, config.structured_outputs_open_objects)
+        return cls(client, tokenizer)
 
     @property
     def is_alive(self) -> bool:
@@ -75,17 +101,6 @@ class AsyncLLM:
     @property
     def num_inflight(self) -> int:
         return len(self._queues)
-
-    def validate(self, prompt_token_ids: list[int], params: SamplingParams) -> None:
-        validate_request(prompt_token_ids, params, self.model_info.vocab_size, self.model_info.max_model_len)
-
-    async def check_structured(self, spec: StructuredSpec) -> None:
-        """Compiles `spec` here first: ValueError (a 400 at the edge) when it is invalid or too slow to compile."""
-        await self._grammar.check(spec)
-
-    def warm_grammar(self) -> None:
-        """Builds the grammar vocabulary in the background so the first constrained request does not wait for it."""
-        self._grammar.warm()
 
     async def _read_loop(self) -> None:
         while (message := await self.client.recv()) is not None:
@@ -97,6 +112,9 @@ class AsyncLLM:
             if not isinstance(message, StepOutputs):
                 continue
             self.stats = message.stats
+            for request_id in message.accepted:
+                if (queue := self._queues.get(request_id)) is not None:
+                    queue.put_nowait(_ACCEPTED)
             for out in message.outputs:
                 queue = self._queues.get(out.request_id)
                 if queue is None or out.request_id not in self._processor:
@@ -111,36 +129,45 @@ class AsyncLLM:
         if self._profile_reply is not None and not self._profile_reply.done():
             self._profile_reply.set_exception(EngineDeadError(self._death))
 
-    async def generate(
-        self, request_id: str, prompt_token_ids: list[int], params: SamplingParams
-    ) -> AsyncIterator[RequestOutput]:
-        """Yields deltas until the request finishes; closing early aborts it in the core."""
-        self.validate(prompt_token_ids, params)
+    async def submit(self, request_id: str, prompt_token_ids: list[int], params: SamplingParams) -> _Stream:
+        """Sends the request and waits for the core's answer: its stream of deltas once accepted;
+        RequestRefused ("<field>: ...") when the core's validation or grammar compile refuses it."""
         if not self.is_alive:
             raise EngineDeadError("the engine core is not running")
         if request_id in self._queues:
-            raise ValueError(f"request_id: {request_id!r} is already in flight")
+            raise RequestRefused(f"request_id: {request_id!r} is already in flight")
         queue: asyncio.Queue = asyncio.Queue()
         self._queues[request_id] = queue
         self._processor.add(request_id, prompt_token_ids, params)
         self.client.send(AddRequest(EngineRequest(request_id=request_id, prompt_token_ids=prompt_token_ids, params=params)))
-        finished = False
         try:
-            while not finished:
-                item = await queue.get()
-                if isinstance(item, Exception):
-                    finished = True
-                    raise item
-                if item.error:
-                    finished = True
-                    raise ValueError(item.error)
-                finished = item.finished
-                yield item
+            answer = await queue.get()
+        except BaseException:  # cancelled while waiting: the request must not stay in the core
+            self._release(request_id, abort=True)
+            raise
+        if answer is _ACCEPTED:
+            return _Stream(self, request_id, queue)
+        self._release(request_id, abort=False)
+        if isinstance(answer, Exception):
+            raise answer
+        raise RequestRefused(answer.error or "request: refused by the engine")
+
+    def _release(self, request_id: str, abort: bool) -> None:
+        self._queues.pop(request_id, None)
+        if request_id in self._processor:
+            self._processor.remove(request_id)
+        if abort:
+            self.client.send(AbortRequests([request_id]))
+
+    async def generate(self, request_id: str, prompt_token_ids: list[int], params: SamplingParams
+                       ) -> AsyncIterator[RequestOutput]:  # fmt: skip
+        """`submit`, then the deltas until the request finishes; closing early aborts it in the core."""
+        stream = await self.submit(request_id, prompt_token_ids, params)
+        try:
+            async for out in stream:
+                yield out
         finally:
-            self._queues.pop(request_id, None)
-            if not finished:
-                self._processor.remove(request_id)
-                self.client.send(AbortRequests([request_id]))
+            await stream.aclose()
 
     def kill(self, reason: str) -> None:
         """Ends a core that hangs; its requests in flight fail with EngineDeadError(reason). Called by the supervisor."""
@@ -175,7 +202,6 @@ class AsyncLLM:
         self.client.send(ResetPrefixCache())
 
     async def shutdown(self) -> None:
-        self._grammar.close()
         await self.client.close()
         self._reader.cancel()
         try:

@@ -6,7 +6,6 @@ by the offline `LLM`. Requests arrive as `EngineRequest`s; outputs leave as `Eng
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 
@@ -24,26 +23,11 @@ from engine.runner.gpu_memory import bytes_per_block, profile_num_blocks
 from engine.scheduler import Progress, Scheduler, SchedulerOutput
 from engine.spec import TargetFacts, build_speculator
 from engine.structured import StructuredOutputs
-from engine.validation import validate_request
+from engine.validation import Limits, admit
 from schemas.engine import EngineOutput, EngineRequest, EngineStats, ModelInfo, TokenLogprob
 
 log = logging.getLogger(__name__)
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-
-
-def eos_token_ids(folder, config: dict) -> list[int]:
-    """EOS ids from config.json and generation_config.json (either may hold a list)."""
-    ids: list[int] = []
-    sources = [config]
-    gen_path = folder / "generation_config.json"
-    if gen_path.is_file():
-        sources.append(json.loads(gen_path.read_text()))
-    for source in sources:
-        value = source.get("eos_token_id")
-        for token_id in value if isinstance(value, list) else [value]:
-            if isinstance(token_id, int) and token_id not in ids:
-                ids.append(token_id)
-    return ids
 
 
 def load_engine_model(config: EngineConfig, model: str | None, device: torch.device, dtype_name: str, model_impl: str):
@@ -74,6 +58,10 @@ def _graph_backend(config: EngineConfig, device: torch.device):
     return CudaGraphBackend() if device.type == "cuda" and not config.enforce_eager else None
 
 
+def _error_output(request_id: str, message: str) -> EngineOutput:
+    return EngineOutput(request_id=request_id, new_token_ids=[], finish_reason="error", error=message)
+
+
 class EngineCore:
     """Holds the scheduler, KV cache manager and model runner of one engine instance."""
 
@@ -94,7 +82,7 @@ class EngineCore:
         self.kv = KVCacheManager(num_blocks, config.block_size, config.enable_prefix_caching)
         self.scheduler = Scheduler(self.kv, config.max_num_seqs, config.max_num_batched_tokens, max_len)
         self.runner = ModelRunner(model, num_blocks, config.block_size, config.max_num_seqs, max_len,
-                                  eos_token_ids(files.folder, files.config), device, kv_dtype,
+                                  files.eos_token_ids, device, kv_dtype,
                                   loaded.use_cpu_kernels, _graph_backend(config, device))  # fmt: skip
         graphs = self.runner.graphs
         summary = (f"{loaded.impl}; {loaded.note + '; ' if loaded.note else ''}dtype {dtype_name}"
@@ -104,9 +92,9 @@ class EngineCore:
                    f"{hardware.describe(device)}")  # fmt: skip
         log.info("engine: %s", summary)
         self.info = ModelInfo(files.name, str(files.folder), max_len, model.vocab_size,
-                              eos_token_ids(files.folder, files.config), num_blocks, summary)  # fmt: skip
+                              files.eos_token_ids, num_blocks, summary)  # fmt: skip
         self.structured = StructuredOutputs(self.info.path, self.info.vocab_size, self.info.eos_token_ids,
-                                            config.grammar_compile_timeout)  # fmt: skip
+                                            config.grammar_compile_timeout, config.structured_outputs_open_objects)  # fmt: skip
         self.structured.warm()
         self.speculator = None
         if config.speculative is not None:
@@ -114,28 +102,43 @@ class EngineCore:
                                 lambda m: load_engine_model(config, m, device, dtype_name, "auto"),
                                 lambda m, kv_dtype: num_blocks if device.type == "cuda" else _num_blocks(config, m, kv_dtype, device))  # fmt: skip
             self.speculator = build_speculator(config, facts)
+        self.limits = Limits(self.info.vocab_size, self.info.max_model_len)
+        self._accepted: list[str] = []  # admission answers not yet sent (take_admissions)
+        self._refused: list[EngineOutput] = []
         self.num_prompt_tokens = 0
         self.num_generation_tokens = 0
         self._rss, self._rss_at = 0, -1.0
 
-    def add_request(self, req: EngineRequest) -> EngineOutput | None:
-        """Queues a request; returns an error output instead when it is invalid."""
+    def add_request(self, req: EngineRequest) -> None:
+        """Admits a request: validated here (the one rule set, engine/validation.py), then scheduled,
+        or first compiled when it carries an output constraint. The answer (accepted, or an error
+        output naming the field) waits in `take_admissions`."""
         try:
-            validate_request(req.prompt_token_ids, req.params, self.info.vocab_size, self.info.max_model_len)
+            if req.request_id in self.scheduler.requests or self.structured.is_pending(req.request_id):
+                raise ValueError(f"request_id: {req.request_id!r} is already running")
+            params = admit(req.prompt_token_ids, req.params, self.limits)
         except ValueError as exc:
-            return EngineOutput(request_id=req.request_id, new_token_ids=[], finish_reason="error", error=str(exc))
-        if req.request_id in self.scheduler.requests:
-            return EngineOutput(request_id=req.request_id, new_token_ids=[], finish_reason="error",
-                                error=f"request_id: {req.request_id!r} is already running")  # fmt: skip
-        max_tokens = req.params.max_tokens or self.info.max_model_len - len(req.prompt_token_ids)
-        request = Request(req.request_id, list(req.prompt_token_ids), req.params, max_tokens,
+            self._refused.append(_error_output(req.request_id, str(exc)))
+            return
+        max_tokens = params.max_tokens or self.info.max_model_len - len(req.prompt_token_ids)
+        request = Request(req.request_id, list(req.prompt_token_ids), params, max_tokens,
                           frozenset(self.info.eos_token_ids), req.arrival_time or time.time(), req.priority)  # fmt: skip
-        if req.params.structured is not None:
-            self.structured.submit(request)  # scheduled once its grammar is compiled
+        if params.structured is not None:
+            self.structured.submit(request)  # accepted (and scheduled) once its grammar has compiled
         else:
-            self.scheduler.add(request)
-        self.num_prompt_tokens += len(req.prompt_token_ids)
-        return None
+            self._schedule(request)
+
+    def _schedule(self, request: Request) -> None:
+        self.scheduler.add(request)
+        self._accepted.append(request.request_id)
+        self.num_prompt_tokens += len(request.prompt_token_ids)
+
+    def take_admissions(self) -> tuple[list[str], list[EngineOutput]]:
+        """(ids accepted, error outputs of requests refused) since the last call."""
+        self._admit_compiled()
+        accepted, refused = self._accepted, self._refused
+        self._accepted, self._refused = [], []
+        return accepted, refused
 
     def abort(self, request_ids: list[str]) -> None:
         for request_id in request_ids:
@@ -157,12 +160,14 @@ class EngineCore:
     def has_work(self) -> bool:
         return self.scheduler.has_work() or self.structured.has_pending()
 
-    def _admit_compiled(self) -> list[EngineOutput]:
-        """Moves requests whose grammar is ready into the scheduler; fails the ones that errored."""
+    def _admit_compiled(self) -> None:
+        """Schedules the requests whose grammar is ready; refuses those whose compile failed or overran."""
+        if not self.structured.pending:
+            return
         ready, failed = self.structured.poll()
         for request in ready:
-            self.scheduler.add(request)
-        return [EngineOutput(request_id=r.request_id, new_token_ids=[], finish_reason="error", error=msg) for r, msg in failed]
+            self._schedule(request)
+        self._refused += [_error_output(r.request_id, f"structured: {msg}") for r, msg in failed]
 
     def _grammar_masks(self, plan: SchedulerOutput):
         """Starts filling the masks of the rows that sample this step; returns the waiter (or None)."""
@@ -182,10 +187,10 @@ class EngineCore:
 
     def step(self) -> list[EngineOutput]:
         """Schedules and runs one step; returns the outputs of requests that got tokens."""
-        outputs = self._admit_compiled() if self.structured.pending else []
+        self._admit_compiled()
         if not self.scheduler.has_work():
             time.sleep(0.001)  # only grammars compiling: do not spin hot
-            return outputs
+            return []
         plan = self.scheduler.schedule()
         if self.speculator is not None:
             self.speculator.remove(plan.freed_req_ids)  # preempted requests rebuild their draft state
@@ -200,7 +205,7 @@ class EngineCore:
         progressed = self.scheduler.update(plan, result.token_ids)
         if self.structured.matchers:
             self._advance_matchers(progressed)
-        outputs += [self._output(p, result.logprobs.get(p.request.request_id)) for p in progressed]
+        outputs = [self._output(p, result.logprobs.get(p.request.request_id)) for p in progressed]
         self._release_finished()
         self.num_generation_tokens += sum(len(p.token_ids) for p in progressed)
         if self.speculator is not None:

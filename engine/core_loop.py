@@ -73,12 +73,10 @@ def serve_core(config: EngineConfig, sock: socket.socket) -> None:
         sock.close()
 
 
-def _apply(message, core: EngineCore, profiler: CoreProfiler, conn: BlockingConnection, errors: list) -> None:
-    """One client message; a refused request's error output joins `errors`, profiler answers go out at once."""
+def _apply(message, core: EngineCore, profiler: CoreProfiler, conn: BlockingConnection) -> None:
+    """One client message; profiler answers go out at once, admission answers with the next send."""
     if isinstance(message, AddRequest):
-        error = core.add_request(message.request)
-        if error is not None:
-            errors.append(error)
+        core.add_request(message.request)
     elif isinstance(message, AbortRequests):
         core.abort(message.request_ids)
     elif isinstance(message, StartProfile):
@@ -89,23 +87,34 @@ def _apply(message, core: EngineCore, profiler: CoreProfiler, conn: BlockingConn
         core.kv.reset_prefix_cache()
 
 
+def _send_admissions(core: EngineCore, conn: BlockingConnection, outputs: list) -> bool:
+    """Sends what the core has admitted or refused (with `outputs`); False when there was nothing."""
+    accepted, refused = core.take_admissions()
+    if not (accepted or refused or outputs):
+        return False
+    conn.send(StepOutputs(refused + outputs, core.stats(), accepted))
+    return True
+
+
 def _loop(core: EngineCore, conn: BlockingConnection, inbox: queue.Queue) -> None:
     profiler = CoreProfiler()
     while True:
-        errors, changed = [], False
+        changed = False
         try:
             message = inbox.get(block=not core.has_work())
             while True:
                 if message is None or not isinstance(message, _HANDLED):
                     return  # Shutdown, or the client has gone
                 changed = True
-                _apply(message, core, profiler, conn, errors)
+                _apply(message, core, profiler, conn)
                 message = inbox.get_nowait()
         except queue.Empty:
             pass
+        # Admission answers go out before the step, so a client waiting on them does not wait a step.
+        sent = _send_admissions(core, conn, [])
         outputs = core.step() if core.has_work() else []
-        if outputs or errors or changed:
-            conn.send(StepOutputs(errors + outputs, core.stats()))
+        if not _send_admissions(core, conn, outputs) and changed and not sent:
+            conn.send(StepOutputs([], core.stats()))  # an abort or reset changed the stats
 
 
 def run_core_process(config: EngineConfig, socket_path: str) -> None:

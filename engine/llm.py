@@ -11,7 +11,7 @@ from engine.core import EngineCore
 from engine.output_processor import OutputProcessor
 from engine.outputs import RequestOutput
 from engine.tokenizer import load_tokenizer
-from engine.validation import validate_request
+from engine.validation import admit
 from schemas.engine import EngineRequest, SamplingParams
 
 
@@ -53,7 +53,7 @@ class LLM:
             raise ValueError("params: need one SamplingParams per prompt")
         prompt_ids = [self._prompt_ids(p) for p in prompts]
         for ids, p in zip(prompt_ids, params_list):
-            validate_request(ids, p, self.core.info.vocab_size, self.core.info.max_model_len)
+            admit(ids, p, self.core.limits)  # the core's own rules, checked for the whole batch first
             if p.structured is not None:  # compiled here first (same process: the core's compile is a cache hit)
                 self.core.structured.check(p.structured)
         processor = OutputProcessor(self.tokenizer)
@@ -65,8 +65,11 @@ class LLM:
             results[request_id] = RequestOutput(request_id, ids)
             processor.add(request_id, ids, p)
             self.core.add_request(EngineRequest(request_id=request_id, prompt_token_ids=ids, params=p))
+        refused = self.core.take_admissions()[1]
+        if refused:  # cannot happen after the checks above, unless a request id repeats
+            raise ValueError(refused[0].error)
         while self.core.has_work():
-            for out in self.core.step():
+            for out in self.core.step() + self.core.take_admissions()[1]:
                 if out.request_id not in processor:
                     continue
                 delta, stopped_here = processor.process(out)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
-from kernels import argmax
+from kernels import apply_token_bitmask, argmax
 
 _GREEDY_EPS = 1e-5
 
@@ -36,7 +36,7 @@ class SamplingBatch:
     penalties: list[tuple[float, float, float] | None]  # (presence, frequency, repetition)
     penalty_tokens: list[tuple[torch.Tensor, torch.Tensor] | None]  # (prompt ids, output ids)
     num_logprobs: list[int | None]
-    allowed_mask: torch.Tensor | None = None  # [num_rows, vocab] bool from grammar bitmasks
+    token_bitmask: torch.Tensor | None = None  # [num_rows, ceil(vocab / 32)] int32, the grammar's packed masks
 
 
 @dataclass(slots=True)
@@ -73,8 +73,8 @@ def _process(logits: torch.Tensor, batch: SamplingBatch) -> torch.Tensor:
         if ids:
             logits[row, ids] = float("-inf")
     _apply_penalties(logits, batch)
-    if batch.allowed_mask is not None:
-        logits.masked_fill_(~batch.allowed_mask, float("-inf"))
+    if batch.token_bitmask is not None:
+        apply_token_bitmask(logits, batch.token_bitmask)
     return logits
 
 

@@ -42,10 +42,6 @@ class SchedulerOutput:
     # draft tokens to verify, run after the request's known tokens (counted in num_scheduled_tokens)
     spec_token_ids: dict[str, list[int]] = field(default_factory=dict)
 
-    @property
-    def total_num_scheduled_tokens(self) -> int:
-        return sum(self.num_scheduled_tokens)
-
 
 @dataclass(slots=True)
 class Progress:

@@ -5,8 +5,8 @@ thread (other requests keep stepping meanwhile), then enters the scheduler. Each
 matchers of the rows about to sample fill their bitmask rows on another worker thread
 while the model's forward pass runs (torch releases the GIL in its kernels), so mask time
 hides behind compute; after sampling, each matcher accepts its request's token. A compile
-error or a compile that overruns the time limit ends the request with an error output
-naming the problem (clients compile first, through `GrammarChecker`, so this is rare).
+error or a compile that overruns the time limit refuses the request at admission (an error
+output under `structured` before it was ever accepted: the gateway's 400).
 
 JSON schemas (`json_schema` and the calls of a `structural_tag`) compile in the grammar's strict
 mode unless `open_objects` is set (`--structured-outputs-open-objects`): an object schema that
@@ -16,17 +16,38 @@ as in vLLM's default (xgrammar) backend; `json_object` is any object either way.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
-from schemas.engine import StructuredSpec
+import grammar
+from engine.tokenizer import load_tokenizer
+from schemas.engine import (
+    ChoiceSpec,
+    GbnfSpec,
+    JsonObjectSpec,
+    JsonSchemaSpec,
+    LarkSpec,
+    RegexSpec,
+    StructuralTagSpec,
+    StructuredSpec,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class GrammarRows:
+    """A step's grammar masks, packed as the grammar fills them: `bitmask` int32 [rows, ceil(vocab/32)]
+    (grammar.allocate_bitmask's layout, which kernels.apply_token_bitmask reads), and the first row
+    of each constrained request (one row, or 1 + its drafts' count when verifying drafts)."""
+
+    bitmask: torch.Tensor
+    start: dict[str, int]
 
 
 @dataclass(slots=True)
@@ -34,12 +55,6 @@ class _Pending:
     request: object  # engine.request.Request
     future: Future
     deadline: float
-
-
-# Checks waited on at once in one GrammarChecker; more wait for a place. Each compile runs on a
-# thread of its own, so that one past its limit (given up on at the limit; it stops itself at its
-# next deadline check) never holds up the compile of the next request.
-MAX_CHECKS_RUNNING = 8
 
 
 def start_thread(fn: Callable[[], object], name: str) -> Future:
@@ -62,88 +77,36 @@ def compile_spec(spec: StructuredSpec, vocab, limit: float | None = None, open_o
     """Compiles a spec to a grammar.CompiledGrammar; raises grammar.GrammarError or ValueError
     (also once `limit` seconds have passed: the compile stops and frees its thread).
     `open_objects`: JSON Schema's open objects and tuples instead of strict mode."""
-    import grammar
-
     with grammar.time_limit(limit):
         return _compile(spec, vocab, not open_objects)
 
 
-def _compile(spec: StructuredSpec, vocab, strict: bool):
-    import grammar
+# How each kind of constraint compiles: (spec, vocabulary, strict JSON Schema) -> CompiledGrammar.
+_COMPILERS: dict[type, Callable] = {
+    JsonSchemaSpec: lambda s, v, strict: grammar.compile_json_schema(json.loads(s.json_schema), v,
+                                                                     whitespace=s.whitespace, strict=strict),
+    JsonObjectSpec: lambda s, v, strict: grammar.compile_json_schema({"type": "object"}, v, whitespace=s.whitespace),
+    RegexSpec: lambda s, v, strict: grammar.compile_regex(s.regex, v),
+    ChoiceSpec: lambda s, v, strict: grammar.compile_choice(list(s.choice), v),
+    LarkSpec: lambda s, v, strict: grammar.compile_lark(s.lark, v),
+    GbnfSpec: lambda s, v, strict: grammar.compile_gbnf(s.gbnf, v),
+    StructuralTagSpec: lambda s, v, strict: grammar.compile_structural_tag(json.loads(s.structural_tag), v,
+                                                                           strict=strict),
+}  # fmt: skip
 
-    if spec.json_schema is not None:
-        return grammar.compile_json_schema(json.loads(spec.json_schema), vocab, whitespace=spec.whitespace,
-                                           strict=strict)  # fmt: skip
-    if spec.json_object:
-        return grammar.compile_json_schema({"type": "object"}, vocab, whitespace=spec.whitespace)
-    if spec.regex is not None:
-        return grammar.compile_regex(spec.regex, vocab)
-    if spec.choice is not None:
-        return grammar.compile_choice(list(spec.choice), vocab)
-    if spec.lark is not None:
-        return grammar.compile_lark(spec.lark, vocab)
-    if spec.gbnf is not None:
-        return grammar.compile_gbnf(spec.gbnf, vocab)
-    if spec.structural_tag is not None:
-        return grammar.compile_structural_tag(json.loads(spec.structural_tag), vocab, strict=strict)
-    raise ValueError("structured output spec sets no constraint")
+
+def _compile(spec: StructuredSpec, vocab, strict: bool):
+    compile_kind = _COMPILERS.get(type(spec))
+    if compile_kind is None:
+        raise ValueError(f"unknown structured output spec {type(spec).__name__}")
+    return compile_kind(spec, vocab, strict)
 
 
 def build_vocabulary(tokenizer, vocab_size: int, eos_token_ids: list[int]):
     """The grammar vocabulary of `tokenizer`, padded to the model's `vocab_size`, with every EOS id of the model."""
-    import grammar
-
     vocab = grammar.Vocabulary.from_tokenizer(tokenizer, vocab_size=vocab_size, extra_eos=list(eos_token_ids))
     grammar.prepare(vocab)  # the mask tables (about half a second on a 262k vocabulary), here rather than in a request
     return vocab
-
-
-class GrammarChecker:
-    """Compiles a request's constraint in the client process before it is sent to the core,
-    so that a bad schema or a compile that overruns the limit is a 400 at request time, not
-    an error after the response has started. Compiles run on worker threads; the grammar
-    cache makes the core's own compile of the same spec cheap only within one process, so
-    the core compiles again (a few ms for typical schemas). `open_objects` as in `compile_spec`:
-    it must match the core's (both come from EngineConfig.structured_outputs_open_objects)."""
-
-    def __init__(self, tokenizer, vocab_size: int, eos_token_ids: list[int], compile_timeout: float,
-                 open_objects: bool = False) -> None:
-        self._tokenizer = tokenizer
-        self._vocab_size = vocab_size
-        self._eos_token_ids = list(eos_token_ids)
-        self._timeout = compile_timeout
-        self._open_objects = open_objects
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="grammar-vocab")
-        self._vocab: Future | None = None
-        self._running: asyncio.Semaphore | None = None  # made on the event loop's thread
-
-    def warm(self) -> None:
-        """Starts building the vocabulary (about a second for a 50k vocabulary) in the background."""
-        if self._vocab is None:
-            self._vocab = self._executor.submit(build_vocabulary, self._tokenizer, self._vocab_size, self._eos_token_ids)
-
-    async def check(self, spec: StructuredSpec) -> None:
-        """Raises ValueError naming the problem when `spec` does not compile within the time limit."""
-        self.warm()
-        vocab_future = self._vocab
-
-        def compile_now() -> None:
-            compile_spec(spec, vocab_future.result(), self._timeout, self._open_objects)
-
-        if self._running is None:
-            self._running = asyncio.Semaphore(MAX_CHECKS_RUNNING)
-        try:
-            async with self._running:
-                await asyncio.wait_for(asyncio.wrap_future(start_thread(compile_now, "grammar-check")), self._timeout)
-        except asyncio.TimeoutError:
-            raise ValueError(f"grammar compilation exceeded the limit of {self._timeout:g} s") from None
-        except ValueError:
-            raise
-        except Exception as exc:  # GrammarError and anything a malformed spec provokes in the compiler
-            raise ValueError(str(exc)) from None
-
-    def close(self) -> None:
-        self._executor.shutdown(wait=False, cancel_futures=True)
 
 
 class StructuredOutputs:
@@ -167,9 +130,7 @@ class StructuredOutputs:
     def _vocabulary(self):
         with self._vocab_lock:  # built once, by whichever thread asks first
             if self._vocab is None:
-                from transformers import AutoTokenizer
-
-                tokenizer = AutoTokenizer.from_pretrained(self._folder)
+                tokenizer = load_tokenizer(Path(self._folder))
                 self._vocab = build_vocabulary(tokenizer, self._vocab_size, self._eos_token_ids)
             return self._vocab
 
@@ -202,13 +163,13 @@ class StructuredOutputs:
                 try:
                     compiled = item.future.result()
                 except Exception as exc:  # GrammarError, bad JSON, unsupported spec
-                    failed.append((item.request, f"structured output: {exc}"))
+                    failed.append((item.request, str(exc)))
                     continue
                 self.matchers[item.request.request_id] = compiled.matcher()
                 ready.append(item.request)
             elif now > item.deadline:
                 item.future.cancel()
-                failed.append((item.request, f"structured output: grammar compilation exceeded {self._timeout:g} s"))
+                failed.append((item.request, f"grammar compilation exceeded the limit of {self._timeout:g} s"))
             else:
                 still.append(item)
         self.pending = still
@@ -221,28 +182,22 @@ class StructuredOutputs:
         self.pending = [p for p in self.pending if p.request.request_id != request_id]
         return len(self.pending) != before
 
-    def masks(self, request_ids: list[str], drafts: dict[str, list[int]] | None = None) -> dict[str, torch.Tensor]:
-        """Allowed-token masks for the constrained requests among request_ids: [vocab] bool, or
-        [1 + len(drafts), vocab] for a request verifying draft tokens (row j as if drafts[:j]
-        were accepted; the matcher is rolled back after)."""
-        import grammar
-
+    def masks(self, request_ids: list[str], drafts: dict[str, list[int]] | None = None) -> GrammarRows | None:
+        """The packed masks of the constrained requests among request_ids (None when there are none):
+        one row each, or 1 + len(drafts) rows for a request verifying draft tokens (row j as if
+        drafts[:j] were accepted; the matcher is rolled back after)."""
         live = [r for r in request_ids if r in self.matchers]
         if not live:
-            return {}
+            return None
         drafts = drafts or {}
         counts = [len(drafts.get(r, ())) + 1 for r in live]
         bitmask = grammar.allocate_bitmask(sum(counts), self._vocab)
-        row = 0
+        start, row = {}, 0
         for request_id, count in zip(live, counts):
             self._fill_rows(self.matchers[request_id], drafts.get(request_id, []), bitmask, row)
+            start[request_id] = row
             row += count
-        allowed = grammar.unpack_bitmask(bitmask, self._vocab_size)  # [num_rows, vocab]
-        out, row = {}, 0
-        for request_id, count in zip(live, counts):
-            out[request_id] = allowed[row] if count == 1 else allowed[row : row + count]
-            row += count
-        return out
+        return GrammarRows(bitmask, start)
 
     @staticmethod
     def _fill_rows(matcher, draft_ids: list[int], bitmask: torch.Tensor, row: int) -> None:
@@ -270,7 +225,7 @@ class StructuredOutputs:
         return accepted
 
     def masks_async(self, request_ids: list[str], drafts: dict[str, list[int]] | None = None
-                    ) -> Callable[[], dict[str, torch.Tensor]] | None:  # fmt: skip
+                    ) -> Callable[[], GrammarRows | None] | None:  # fmt: skip
         """Starts `masks(request_ids, drafts)` on the mask thread; returns a function that waits for
         it (None when no row is constrained). Matchers are not touched elsewhere until it is waited on."""
         if not any(r in self.matchers for r in request_ids):
@@ -289,3 +244,6 @@ class StructuredOutputs:
 
     def has_pending(self) -> bool:
         return bool(self.pending)
+
+    def is_pending(self, request_id: str) -> bool:
+        return any(p.request.request_id == request_id for p in self.pending)

@@ -6,14 +6,12 @@ non-streaming reply is the `MessageBuilder` sum of the same deltas, so they agre
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
-from types import MappingProxyType
-from typing import Any, Mapping, Protocol, Sequence
+from typing import Any, Protocol, Sequence
 
+import parsing
+from gateway.parser_config import ParserConfig
 from schemas.openai import ChatDelta, FunctionDelta, ToolCallDelta
-
-log = logging.getLogger("gateway")
 
 
 @dataclass(slots=True)
@@ -96,8 +94,6 @@ class ParsedOutput:
     text of a dropped call is neither content nor a call."""
 
     def __init__(self, stream: Any, max_calls: int | None = None) -> None:
-        import parsing
-
         self._events = parsing
         self._stream = stream
         self._max_calls = max_calls
@@ -135,63 +131,6 @@ def _add_arguments(calls: list[ToolCallPart], index: int, text: str) -> None:
         calls.append(ToolCallPart(index=index, arguments=text))
 
 
-@dataclass(frozen=True, slots=True)
-class ParserConfig:
-    """Which output format to parse; from the CLI's --tool-parser / --reasoning-parser: a format
-    name of parsing/, "auto" (detected from the chat template at startup, the default) or
-    "none" / None (off). `marker_ids` (filled at startup) maps each format to its markers'
-    control-token ids."""
-
-    tool_parser: str | None = "auto"
-    reasoning_parser: str | None = "auto"
-    marker_ids: Mapping[str, Mapping[int, str]] = field(default_factory=lambda: MappingProxyType({}))
-
-
-def resolve_parsers(config: ParserConfig, tokenizer: Any) -> ParserConfig:
-    """Replaces "auto" by the detected format, or by None (logged) when the template shows none;
-    "none" becomes None; raises ValueError for an unknown format name."""
-    wanted = [None if name in (None, "none") else name for name in (config.tool_parser, config.reasoning_parser)]
-    if not any(wanted):
-        return ParserConfig(None, None)
-    import parsing
-
-    detected = None
-    if "auto" in wanted:
-        template = getattr(tokenizer, "chat_template", None) or ""
-        detected = parsing.detect_format(template, list(getattr(tokenizer, "all_special_tokens", [])))
-        if detected is None:
-            log.warning("No tool-call or reasoning format detected in this model's chat template: requests with "
-                        "tools get them in the prompt and plain content back (name one with --tool-parser / "
-                        "--reasoning-parser)")  # fmt: skip
-    names = []
-    for name in wanted:
-        name = detected if name == "auto" else name
-        if name is not None and name not in parsing.formats():
-            raise ValueError(f"unknown parser format {name!r}; known: {', '.join(parsing.formats())}, auto, none")
-        names.append(name)
-    ids = MappingProxyType({n: marker_token_ids(tokenizer, parsing.marker_tokens(n)) for n in set(names) if n})
-    return ParserConfig(tool_parser=names[0], reasoning_parser=names[1], marker_ids=ids)
-
-
-def marker_token_ids(tokenizer: Any, markers: Sequence[str]) -> Mapping[int, str]:
-    """The markers that are single tokens which skip_special_tokens drops, by token id."""
-    found: dict[int, str] = {}
-    convert = getattr(tokenizer, "convert_tokens_to_ids", None)
-    if convert is None:
-        return MappingProxyType(found)
-    for marker in markers:
-        try:
-            token_id = convert(marker)
-            if not isinstance(token_id, int) or token_id == getattr(tokenizer, "unk_token_id", None):
-                continue
-            if (tokenizer.decode([token_id], skip_special_tokens=False) == marker
-                    and tokenizer.decode([token_id], skip_special_tokens=True) == ""):
-                found[token_id] = marker
-        except (TypeError, ValueError, KeyError, IndexError, OverflowError):  # the marker stays text-only
-            continue
-    return MappingProxyType(found)
-
-
 def open_output(config: ParserConfig, tools: list[dict] | None, prompt: str,
                 max_calls: int | None = None) -> OutputStream:
     """The output stream for one choice. The tool parser runs when the request offers tools;
@@ -202,8 +141,6 @@ def open_output(config: ParserConfig, tools: list[dict] | None, prompt: str,
     fmt = config.tool_parser if calls else config.reasoning_parser
     if not fmt:
         return PlainOutput()
-    import parsing
-
     stream = parsing.open_stream(fmt, tools or [], parsing.prompt_opens_reasoning(fmt, prompt), calls=calls,
                                  marker_ids=config.marker_ids.get(fmt))
     return ParsedOutput(stream, max_calls)

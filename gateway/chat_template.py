@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+import parsing
 from gateway.errors import bad_request
 from schemas.openai import ChatMessage, ToolDef
 
@@ -17,8 +18,6 @@ def tools_preamble(tool_format: str | None) -> str:
     """The system-prompt text that teaches a template-less model the server's call syntax."""
     example = _HERMES_CALL
     if tool_format:
-        import parsing
-
         syntax = parsing.call_syntax(tool_format)
         if syntax and syntax.get("args") == "json" and "{index}" not in syntax["begin"]:
             example = syntax["begin"].replace("{name}", "<tool name>") + "<arguments as a JSON object>" + syntax["end"]

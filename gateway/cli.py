@@ -10,7 +10,7 @@ import sys
 
 from gateway import http_server
 from gateway.auth import collect_keys
-from gateway.chat_output import ParserConfig
+from gateway.parser_config import ParserConfig
 from gateway.cli_args import build_parser
 from gateway.http_server import HttpLimits
 from gateway.state import GatewaySettings, Services
@@ -83,8 +83,7 @@ def _starters(args: argparse.Namespace, config, embedding_config):
     async def start_pool() -> EnginePool:
         print(f"Loading {args.model or 'the default model'} on {args.data_parallel_size} engine core(s)...", flush=True)
         max_queued = args.data_parallel_size * args.max_num_seqs + args.max_waiting
-        limits = PoolLimits(request_timeout_s=args.request_timeout, heartbeat_timeout_s=args.engine_heartbeat_timeout,
-                            block_size=args.block_size)  # fmt: skip
+        limits = PoolLimits(request_timeout_s=args.request_timeout, heartbeat_timeout_s=args.engine_heartbeat_timeout)
         return await EnginePool.start(factory, args.data_parallel_size, max_queued=max_queued, limits=limits)
 
     if embedding_config is None:

@@ -5,17 +5,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import math
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from schemas.engine import EngineStats, SamplingParams, StructuredSpec
+from engine.client import EngineClient, RequestRefused, RequestStream
+from engine.outputs import RequestOutput
+from schemas.engine import EngineStats, ModelInfo, SamplingParams
 
 log = logging.getLogger("gateway")
 
-EngineFactory = Callable[[int], Awaitable[Any]]  # index -> a started AsyncLLM (or a fake with its interface)
+EngineFactory = Callable[[int], Awaitable[EngineClient]]  # index -> a started AsyncLLM (or the tests' fake)
 
 
 class EngineUnavailable(Exception):
@@ -36,21 +37,51 @@ class PoolLimits:
 
     request_timeout_s: float | None = None  # a generation running longer is aborted
     heartbeat_timeout_s: float | None = 5.0  # a core silent this long hangs: it is killed and replaced
-    block_size: int | None = None  # KV block size, for the admission check that a request fits the cache
 
 
 @dataclass(slots=True)
 class _Slot:
     index: int
-    llm: Any
+    llm: EngineClient
     restarting: bool = False
+
+
+class _PoolStream:
+    """An admitted request's deltas under the pool's rules: the request timeout, and a dead core's
+    failure as EngineUnavailable. Closing it (idempotent) aborts the request if unfinished."""
+
+    def __init__(self, slot: _Slot, inner: RequestStream, timeout_s: float | None, started: float) -> None:
+        self._slot, self._inner, self._timeout_s = slot, inner, timeout_s
+        self._deadline = None if timeout_s is None else started + timeout_s
+
+    def __aiter__(self) -> _PoolStream:
+        return self
+
+    async def __anext__(self) -> RequestOutput:
+        try:
+            if self._deadline is None:
+                return await anext(self._inner)
+            return await asyncio.wait_for(anext(self._inner), max(0.0, self._deadline - time.monotonic()))
+        except TimeoutError:
+            await self._inner.aclose()
+            raise RequestTimedOut(f"the request ran longer than the server's limit of {self._timeout_s:g} s "
+                                  "(--request-timeout); it was stopped") from None  # fmt: skip
+        except (StopAsyncIteration, ValueError, asyncio.CancelledError):
+            raise
+        except Exception as exc:
+            if self._slot.llm.is_alive:
+                raise
+            raise EngineUnavailable(f"engine {self._slot.index} died while serving the request ({exc})") from exc
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
 
 
 class EnginePool:
     """N engine clients. Started once by the app's cleanup context; handlers call
     `generate` inside `with admit(n)`; the supervisor task calls `supervise` and restarts dead cores."""
 
-    def __init__(self, engines: list[Any], factory: EngineFactory | None, *, max_queued: int,
+    def __init__(self, engines: list[EngineClient], factory: EngineFactory | None, *, max_queued: int,
                  limits: PoolLimits | None = None) -> None:  # fmt: skip
         if not engines:
             raise ValueError("an engine pool needs at least one engine")
@@ -66,7 +97,6 @@ class EnginePool:
     async def start(cls, factory: EngineFactory, size: int, *, max_queued: int,
                     limits: PoolLimits | None = None) -> EnginePool:  # fmt: skip
         engines = await asyncio.gather(*(factory(i) for i in range(size)))
-        engines[0].warm_grammar()  # the vocabulary that check_structured compiles against
         return cls(list(engines), factory, max_queued=max_queued, limits=limits)
 
     # --- facts every engine shares ---------------------------------------------------------
@@ -76,7 +106,7 @@ class EnginePool:
         return self._slots[0].llm.tokenizer
 
     @property
-    def model_info(self) -> Any:
+    def model_info(self) -> ModelInfo:
         return self._slots[0].llm.model_info
 
     @property
@@ -86,23 +116,6 @@ class EnginePool:
     @property
     def num_alive(self) -> int:
         return sum(1 for slot in self._slots if slot.llm.is_alive and not slot.restarting)
-
-    def validate(self, prompt_token_ids: list[int], params: SamplingParams) -> None:
-        """ValueError("<field>: ...") for a request no engine can serve, including one its KV cache cannot hold."""
-        self._slots[0].llm.validate(prompt_token_ids, params)
-        block_size = self.limits.block_size
-        num_blocks = self.model_info.num_total_blocks if block_size else 0
-        if num_blocks:
-            num_tokens = len(prompt_token_ids) + (params.max_tokens or 0)
-            if math.ceil(num_tokens / block_size) > num_blocks:
-                field = "max_tokens" if len(prompt_token_ids) <= num_blocks * block_size else "prompt"
-                raise ValueError(f"{field}: the prompt ({len(prompt_token_ids)} tokens) and max_tokens "
-                                 f"({params.max_tokens}) need {num_tokens} tokens of KV cache; it holds "
-                                 f"{num_blocks * block_size}")  # fmt: skip
-
-    async def check_structured(self, spec: StructuredSpec) -> None:
-        """ValueError when the constraint does not compile (within the engine's time limit)."""
-        await self._slots[0].llm.check_structured(spec)
 
     def stats(self) -> EngineStats:
         total = EngineStats()
@@ -142,36 +155,20 @@ class EnginePool:
             raise EngineUnavailable("no engine is available; one is restarting")
         return min(alive, key=lambda slot: slot.llm.num_inflight)
 
-    async def generate(
-        self, request_id: str, prompt_token_ids: list[int], params: SamplingParams
-    ) -> AsyncIterator[Any]:
-        """The engine's delta outputs; a dead core surfaces as EngineUnavailable."""
+    async def submit(self, request_id: str, prompt_token_ids: list[int], params: SamplingParams) -> _PoolStream:
+        """Sends the request to the least-loaded live engine and waits for its admission: the stream
+        of deltas, RequestRefused ("<field>: ...") for a request it will not serve, or EngineUnavailable."""
         slot = self._pick()
-        llm = slot.llm
-        stream = llm.generate(request_id, prompt_token_ids, params)
-        timeout_s = self.limits.request_timeout_s
-        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        started = time.monotonic()
         try:
-            while True:
-                try:
-                    if deadline is None:
-                        out = await anext(stream)
-                    else:
-                        out = await asyncio.wait_for(anext(stream), max(0.0, deadline - time.monotonic()))
-                except StopAsyncIteration:
-                    break
-                except TimeoutError:
-                    raise RequestTimedOut(f"the request ran longer than the server's limit of {timeout_s:g} s "
-                                          "(--request-timeout); it was stopped") from None  # fmt: skip
-                yield out
-        except (ValueError, asyncio.CancelledError, GeneratorExit, RequestTimedOut):
+            inner = await slot.llm.submit(request_id, prompt_token_ids, params)
+        except (RequestRefused, asyncio.CancelledError):
             raise
         except Exception as exc:
-            if llm.is_alive:
+            if slot.llm.is_alive:
                 raise
-            raise EngineUnavailable(f"engine {slot.index} died while serving the request ({exc})") from exc
-        finally:
-            await stream.aclose()
+            raise EngineUnavailable(f"engine {slot.index} died before admitting the request ({exc})") from exc
+        return _PoolStream(slot, inner, self.limits.request_timeout_s, started)
 
     # --- profiling ---------------------------------------------------------------------------
 
@@ -207,7 +204,7 @@ class EnginePool:
         if timeout_s is None:
             return
         for slot in self._slots:
-            last_heard = getattr(slot.llm, "last_heard", None)
+            last_heard = slot.llm.last_heard
             if slot.restarting or last_heard is None or not slot.llm.is_alive or now - last_heard < timeout_s:
                 continue
             log.error("engine %d sent no heartbeat for %.1f s; killing it", slot.index, now - last_heard)

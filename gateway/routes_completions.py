@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import time
 import uuid
 from typing import Any
@@ -10,9 +9,8 @@ from typing import Any
 import msgspec
 from aiohttp import web
 
-from gateway.engine_pool import EngineUnavailable
-from gateway.errors import ApiError, bad_request, from_value_error
-from gateway.generation import admit, check_constraint, check_model, drain, fan_out, read_body, unavailable, validate
+from gateway.errors import bad_request
+from gateway.generation import Events, check_model, read_body, respond
 from gateway.metrics import TokenTimer
 from gateway.request_mapping import choice_params, sampling_params
 from gateway.sse import SseWriter
@@ -20,12 +18,11 @@ from gateway.state import SERVICES, Services
 from gateway.structured_request import request_constraint
 from schemas.openai import Completion, CompletionChoice, CompletionLogprobs, CompletionRequest, PromptTokensDetails, Usage
 
-_ENCODER = msgspec.json.Encoder()
-log = logging.getLogger("gateway")
-
 
 def _is_ids(item: Any) -> bool:
-    return isinstance(item, list) and bool(item) and all(isinstance(t, int) and not isinstance(t, bool) for t in item)
+    """A list of token ids (64-bit integers: whether they are in the vocabulary is the engine's check)."""
+    return isinstance(item, list) and bool(item) and all(
+        isinstance(t, int) and not isinstance(t, bool) and -(2**63) <= t < 2**63 for t in item)
 
 
 def _prompts(services: Services, prompt: str | list[Any]) -> list[tuple[list[int], str | None]]:
@@ -114,18 +111,15 @@ class CompletionCall:
         self.id = f"cmpl-{uuid.uuid4().hex}"
         self.created = int(time.time())
         start = time.perf_counter()
-        info = services.pool.model_info
         self.jobs, self.choices, self.num_prompt_tokens = [], [], 0
+        self.streaming = bool(req.stream)
         self.constraint = request_constraint(req)
+        self.names = {"structured": self.constraint.param} if self.constraint else {}
+        params = sampling_params(req, structured=self.constraint.spec if self.constraint else None)
+        scored = bool(req.echo) and req.logprobs is not None  # the echoed prompt's tokens get logprobs too
+        if scored:
+            params = msgspec.structs.replace(params, prompt_logprobs=req.logprobs)
         for prompt_ids, prompt_text in _prompts(services, req.prompt):
-            params = sampling_params(
-                req, num_prompt_tokens=len(prompt_ids), max_model_len=info.max_model_len, vocab_size=info.vocab_size,
-                structured=self.constraint.spec if self.constraint else None,
-            )
-            scored = bool(req.echo) and req.logprobs is not None  # the echoed prompt's tokens get logprobs too
-            if scored:
-                params = msgspec.structs.replace(params, prompt_logprobs=req.logprobs)
-            validate(services, prompt_ids, params)
             self.num_prompt_tokens += len(prompt_ids)
             if req.echo and prompt_text is None:
                 prompt_text = services.pool.tokenizer.decode(prompt_ids)
@@ -144,61 +138,33 @@ class CompletionCall:
     def response(self, choices: list[CompletionChoice], usage: Usage | None = None) -> Completion:
         return Completion(id=self.id, created=self.created, model=self.services.model_name, choices=choices, usage=usage)
 
-    def events(self):
-        self.services.metrics.prompt_tokens.inc(self.num_prompt_tokens)
-        return fan_out(self.services.pool, self.id, self.jobs)
+    def absorb(self, index: int, out: Any) -> None:
+        self.choices[index].absorb(self.services, out)
+
+    def body(self) -> Completion:
+        want_logprobs = self.req.logprobs is not None
+        choices = [
+            CompletionChoice(index=i, text=c.echo + c.text, finish_reason=c.finish_reason,
+                             logprobs=c.logprobs if want_logprobs else None)
+            for i, c in enumerate(self.choices)
+        ]
+        return self.response(choices, self.usage())
+
+    async def write_stream(self, sse: SseWriter, events: Events) -> None:
+        echoes = [CompletionChoice(index=i, text=c.echo) for i, c in enumerate(self.choices) if c.echo]
+        await sse.send_many([self.response([choice]) for choice in echoes])
+        async for index, out in events:
+            choice = self.choices[index]
+            text, logprobs = choice.absorb(self.services, out)
+            if text or logprobs or choice.finish_reason:
+                item = CompletionChoice(index=index, text=text, logprobs=logprobs, finish_reason=choice.finish_reason)
+                await sse.send(self.response([item]))
+        if self.req.stream_options is not None and self.req.stream_options.include_usage:
+            await sse.send(self.response([], self.usage()))
 
 
 async def completions(request: web.Request) -> web.StreamResponse:
     services = request.app[SERVICES]
     req = await read_body(request, CompletionRequest)
     check_model(services, req.model)
-    call = CompletionCall(services, req)
-    await check_constraint(services, call.constraint)
-    with admit(services, len(call.jobs)):
-        if req.stream:
-            return await _stream(request, call)
-        return await _complete(call)
-
-
-async def _complete(call: CompletionCall) -> web.Response:
-    await drain(call.services, call.events(), lambda index, out: call.choices[index].absorb(call.services, out))
-    want_logprobs = call.req.logprobs is not None
-    choices = [
-        CompletionChoice(index=i, text=c.echo + c.text, finish_reason=c.finish_reason,
-                         logprobs=c.logprobs if want_logprobs else None)
-        for i, c in enumerate(call.choices)
-    ]
-    return web.Response(body=_ENCODER.encode(call.response(choices, call.usage())), content_type="application/json")
-
-
-async def _stream(request: web.Request, call: CompletionCall) -> web.StreamResponse:
-    sse = SseWriter(request)
-    await sse.open()
-    events = call.events()
-    try:
-        echoes = [CompletionChoice(index=i, text=c.echo) for i, c in enumerate(call.choices) if c.echo]
-        await sse.send_many([call.response([choice]) for choice in echoes])
-        async for index, out in events:
-            choice = call.choices[index]
-            text, logprobs = choice.absorb(call.services, out)
-            if text or logprobs or choice.finish_reason:
-                item = CompletionChoice(index=index, text=text, logprobs=logprobs, finish_reason=choice.finish_reason)
-                await sse.send(call.response([item]))
-        if call.req.stream_options is not None and call.req.stream_options.include_usage:
-            await sse.send(call.response([], call.usage()))
-        await sse.done()
-    except ConnectionResetError:
-        pass  # the client left: closing `events` aborts its engine requests
-    except EngineUnavailable as exc:
-        await sse.error(unavailable(call.services, exc))
-    except ApiError as exc:
-        await sse.error(exc)
-    except ValueError as exc:
-        await sse.error(from_value_error(exc))
-    except Exception:
-        log.exception("completion stream %s failed", call.id)
-        await sse.error(ApiError(500, "Internal server error", type="internal_error", code="internal_error"))
-    finally:
-        await events.aclose()
-    return sse.response
+    return await respond(request, services, CompletionCall(services, req))

@@ -8,7 +8,7 @@ from typing import Any
 
 from aiohttp import web
 
-from gateway.chat_output import ParserConfig, resolve_parsers
+from gateway.parser_config import ParserConfig, resolve_parsers
 from gateway.chat_template import ChatRenderer
 from gateway.engine_pool import EnginePool
 from gateway.metrics import GatewayMetrics
@@ -27,7 +27,6 @@ class GatewaySettings:
     reasoning_field: str = "reasoning_content"  # or "reasoning" (vLLM >= 0.11 naming)
     parsers: ParserConfig = field(default_factory=ParserConfig)
     retry_after_s: int = 1
-    stream_heartbeat_s: float | None = None
     profiler_dir: str | None = None  # None: no /start_profile and /stop_profile routes
     body_read_timeout_s: float | None = 30.0  # a body still arriving after this is a 408
 

@@ -11,10 +11,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import parsing
 from gateway.errors import bad_request
 from gateway.structured_request import Constraint
-from schemas.engine import StructuredSpec
+from schemas.engine import StructuralTagSpec
 from schemas.openai import ChatCompletionRequest
+from schemas.output_constraints import NamedToolChoice
 
 
 def forced_tools(req: ChatCompletionRequest) -> list[Any] | None:
@@ -22,8 +24,8 @@ def forced_tools(req: ChatCompletionRequest) -> list[Any] | None:
     choice = req.tool_choice
     if choice == "required":
         return list(req.tools or [])
-    if isinstance(choice, dict):
-        name = choice["function"]["name"]
+    if isinstance(choice, NamedToolChoice):
+        name = choice.function.name
         return [tool for tool in req.tools or [] if tool.function.name == name]
     return None
 
@@ -38,8 +40,6 @@ def _syntax(tool_format: str | None, what: str, param: str) -> dict[str, Any]:
     if not tool_format:
         raise bad_request(f"{what} needs a tool-call format, and none was detected for this model: start the "
                           "server with --tool-parser NAME", param)  # fmt: skip
-    import parsing
-
     syntax = parsing.call_syntax(tool_format)
     if not syntax:
         raise bad_request(f"{what} is not supported for the {tool_format} format (it has no tool calls)", param)
@@ -62,7 +62,7 @@ def tool_call_spec(req: ChatCompletionRequest, tool_format: str | None) -> Const
     one_block = bool(block_begin) and not syntax.get("block_per_call")
     xml = {"begin": syntax["param_begin"], "end": syntax["param_end"]} if syntax["args"] == "xml" else None
     if forced:
-        single = isinstance(req.tool_choice, dict) or req.parallel_tool_calls is False or one_block
+        single = isinstance(req.tool_choice, NamedToolChoice) or req.parallel_tool_calls is False or one_block
         spec: dict[str, Any] = {"min_calls": 1, **({"max_calls": 1} if single else {})}
     else:  # calls to tools without `strict` are not in the grammar: the output stream drops extra calls
         single = req.parallel_tool_calls is False
@@ -84,4 +84,4 @@ def tool_call_spec(req: ChatCompletionRequest, tool_format: str | None) -> Const
             alternative["xml_params"] = xml
         alternatives.append(alternative)
     spec.update(alternatives=alternatives, separator=syntax.get("separator", ""))
-    return Constraint(StructuredSpec(structural_tag=json.dumps(spec, ensure_ascii=False)), param)
+    return Constraint(StructuralTagSpec(structural_tag=json.dumps(spec, ensure_ascii=False)), param)

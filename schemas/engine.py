@@ -5,21 +5,44 @@ from __future__ import annotations
 import msgspec
 
 
-class StructuredSpec(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """A constraint on the output, compiled by grammar/ inside the engine core.
+# --- output constraints: one tagged struct per kind, compiled by grammar/ inside the engine core.
+# Schemas and grammars travel as text so that both sides serialize them the same way.
 
-    Exactly one of the constraint fields is set. Schemas travel as JSON text so that the
-    spec is hashable and serializes the same way on both sides.
-    """
 
-    json_schema: str | None = None
-    json_object: bool = False
-    regex: str | None = None
-    choice: list[str] | None = None
-    lark: str | None = None
-    gbnf: str | None = None  # llama.cpp / xgrammar EBNF, start rule `root`
-    structural_tag: str | None = None
+class _Constraint(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind"):
+    pass
+
+
+class JsonSchemaSpec(_Constraint, tag="json_schema"):
+    json_schema: str  # the JSON Schema as JSON text
+    whitespace: str = "compact"  # or "flexible": bounded free whitespace between tokens
+
+
+class JsonObjectSpec(_Constraint, tag="json_object"):
     whitespace: str = "compact"
+
+
+class RegexSpec(_Constraint, tag="regex"):
+    regex: str
+
+
+class ChoiceSpec(_Constraint, tag="choice"):
+    choice: list[str]
+
+
+class LarkSpec(_Constraint, tag="lark"):
+    lark: str
+
+
+class GbnfSpec(_Constraint, tag="gbnf"):
+    gbnf: str  # llama.cpp / xgrammar EBNF, start rule `root`
+
+
+class StructuralTagSpec(_Constraint, tag="structural_tag"):
+    structural_tag: str  # {"alternatives": [{begin, schema, end}], ...} as JSON text (grammar/frontends/structural.py)
+
+
+StructuredSpec = JsonSchemaSpec | JsonObjectSpec | RegexSpec | ChoiceSpec | LarkSpec | GbnfSpec | StructuralTagSpec
 
 
 class SamplingParams(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -135,8 +158,13 @@ ClientMessage = AddRequest | AbortRequests | Shutdown | ResetPrefixCache | Start
 
 
 class StepOutputs(msgspec.Struct, tag="outputs"):
+    """A step's outputs, and the admission answers since the last message: `accepted` names the
+    requests that passed validation (and whose grammar compiled); a refused request is an output
+    with finish_reason "error" and error "<field>: <message>" before it was ever accepted."""
+
     outputs: list[EngineOutput]
     stats: EngineStats
+    accepted: list[str] = msgspec.field(default_factory=list)
 
 
 class ModelInfo(msgspec.Struct, frozen=True):

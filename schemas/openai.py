@@ -11,6 +11,8 @@ from typing import Any
 
 import msgspec
 
+from schemas.output_constraints import ResponseFormat, StructuredOutputsOptions, ToolChoice
+
 # --- requests ----------------------------------------------------------------------------
 
 
@@ -85,8 +87,8 @@ class SamplingFields(msgspec.Struct, kw_only=True):
     stream: bool | None = None
     stream_options: StreamOptions | None = None
     user: str | None = None
-    response_format: dict[str, Any] | None = None
-    structured_outputs: dict[str, Any] | None = None  # vLLM: {json | regex | choice | grammar | ...}
+    response_format: ResponseFormat | None = None
+    structured_outputs: StructuredOutputsOptions | None = None  # vLLM: {json | regex | choice | grammar | ...}
     # vLLM's older spelling of the same (before structured_outputs); mapped onto it, never ignored.
     guided_json: Any = None
     guided_regex: str | None = None
@@ -102,7 +104,7 @@ class ChatCompletionRequest(SamplingFields, kw_only=True):
     logprobs: bool | None = None
     top_logprobs: int | None = None
     tools: list[ToolDef] | None = None
-    tool_choice: str | dict[str, Any] | None = None
+    tool_choice: ToolChoice | None = None
     parallel_tool_calls: bool | None = None
     chat_template_kwargs: dict[str, Any] | None = None
     add_generation_prompt: bool | None = None

@@ -12,11 +12,30 @@ from engine.loader.gguf_convert import convert_gguf
 
 @dataclass(frozen=True, slots=True)
 class ModelFiles:
-    """A loadable model: its folder, its config, and the name it is served under."""
+    """A loadable model: its folder, its config, the name it is served under, and its EOS token ids."""
 
     name: str
     folder: Path
     config: dict
+    eos_token_ids: list[int]
+
+
+def _eos_token_ids(folder: Path, config: dict) -> list[int]:
+    """EOS ids from config.json and generation_config.json (either may hold one id or a list)."""
+    ids: list[int] = []
+    sources = [config]
+    gen_path = folder / "generation_config.json"
+    if gen_path.is_file():
+        try:
+            sources.append(json.loads(gen_path.read_text()))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ValueError(f"model: unreadable generation_config.json in {folder} ({exc})") from None
+    for source in sources:
+        value = source.get("eos_token_id")
+        for token_id in value if isinstance(value, list) else [value]:
+            if isinstance(token_id, int) and token_id not in ids:
+                ids.append(token_id)
+    return ids
 
 
 def resolve_model(model: str | None, cache_dir: Path) -> ModelFiles:
@@ -38,4 +57,4 @@ def resolve_model(model: str | None, cache_dir: Path) -> ModelFiles:
         config = json.loads((folder / "config.json").read_text())
     except (OSError, json.JSONDecodeError) as exc:
         raise ValueError(f"model: unreadable config.json in {folder} ({exc})") from None
-    return ModelFiles(name=name, folder=folder, config=config)
+    return ModelFiles(name=name, folder=folder, config=config, eos_token_ids=_eos_token_ids(folder, config))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
@@ -17,8 +18,9 @@ from schemas.engine import TokenLogprob
 
 PROMPT_LOGPROB_ROWS = 256  # prompt positions whose logits are materialized at once
 
-# Grammar masks for a step: request id -> [vocab] bool, or a function that waits for them.
-MaskSource = dict[str, torch.Tensor] | Callable[[], dict[str, torch.Tensor]] | None
+# Grammar masks for a step (engine.structured.GrammarRows: packed rows and each request's first row),
+# or a function that waits for them.
+MaskSource = Any | Callable[[], Any] | None
 from kernels import build_attention_metadata
 
 
@@ -106,10 +108,10 @@ class ModelRunner:
         return input_ids, positions, slot_mapping, seq_lens, last_rows
 
     @torch.inference_mode()
-    def execute(self, plan: SchedulerOutput, allowed_masks: MaskSource = None) -> StepResult:
-        """Runs the plan; `allowed_masks` maps request ids to grammar masks ([vocab] bool, or
-        [1 + num_drafts, vocab] for a request verifying drafts), or is a function returning
-        that map, called only after the forward pass (masks computed meanwhile)."""
+    def execute(self, plan: SchedulerOutput, grammar_rows: MaskSource = None) -> StepResult:
+        """Runs the plan; `grammar_rows` holds the constrained requests' packed masks (one row, or
+        1 + num_drafts rows for a request verifying drafts), or is a function returning them,
+        called only after the forward pass (masks computed meanwhile)."""
         self._sync(plan)
         if not plan.req_ids:
             return StepResult({}, {})
@@ -126,10 +128,10 @@ class ModelRunner:
         hidden_rows = [last_rows[i] - len(d) + j for i, d in zip(rows, drafts) for j in range(len(d) + 1)]
         logits = self.model.compute_logits(hidden[hidden_rows])  # [num_rows, vocab]
         row_slots = [slots[i] for i in rows]
-        if callable(allowed_masks):
-            allowed_masks = allowed_masks()
-        mask = self._mask(logits, row_ids, drafts, allowed_masks)
-        batch = sampling_batch(self.slots, row_slots, drafts, mask, self.device)
+        if callable(grammar_rows):
+            grammar_rows = grammar_rows()
+        bitmask = self._bitmask(row_ids, drafts, grammar_rows)
+        batch = sampling_batch(self.slots, row_slots, drafts, bitmask, self.device)
         if any(drafts):
             token_ids, logprobs = verify(logits, batch, drafts)
         else:
@@ -139,17 +141,22 @@ class ModelRunner:
         found = {r: lp for r, lp in zip(row_ids, logprobs) if lp is not None}
         return StepResult(dict(zip(row_ids, token_ids)), found, prompt_logprobs)
 
-    def _mask(self, logits: torch.Tensor, row_ids: list[str], drafts: list[list[int]], allowed_masks) -> torch.Tensor | None:
-        """[num_rows, vocab] bool from the constrained requests' masks; None when none is constrained."""
-        if not allowed_masks or not any(r in allowed_masks for r in row_ids):
+    def _bitmask(self, row_ids: list[str], drafts: list[list[int]], grammar_rows) -> torch.Tensor | None:
+        """The step's packed bitmask, one row per logits row (all bits set where unconstrained), built
+        by one index copy from the grammar's rows; None when no row is constrained."""
+        if grammar_rows is None or not any(r in grammar_rows.start for r in row_ids):
             return None
-        mask = torch.ones_like(logits, dtype=torch.bool)
-        row = 0
+        source = grammar_rows.bitmask
+        dst, src, row = [], [], 0
         for request_id, d in zip(row_ids, drafts):
-            if request_id in allowed_masks:
-                mask[row : row + len(d) + 1] = allowed_masks[request_id].to(self.device)
+            first = grammar_rows.start.get(request_id)
+            if first is not None:
+                dst += range(row, row + len(d) + 1)
+                src += range(first, first + len(d) + 1)
             row += len(d) + 1
-        return mask
+        bitmask = torch.full((row, source.shape[1]), -1, dtype=torch.int32)
+        bitmask[dst] = source[src]
+        return bitmask.to(self.device, non_blocking=True)
 
     def _prompt_logprobs(self, plan: SchedulerOutput, slots: list[int], hidden: torch.Tensor) -> dict:
         """Raw logprobs of the prompt tokens this step's chunks predict, for requests that asked.

@@ -20,7 +20,7 @@ def _penalties(params) -> tuple[float, float, float] | None:
     return None
 
 
-def sampling_batch(s: RequestSlots, slots: list[int], drafts: list[list[int]], allowed_mask, device) -> SamplingBatch:
+def sampling_batch(s: RequestSlots, slots: list[int], drafts: list[list[int]], token_bitmask, device) -> SamplingBatch:
     """The batch for rows laid out request by request, len(drafts[i]) + 1 rows for slots[i]."""
     rows = [(slot, j, d) for slot, d in zip(slots, drafts) for j in range(len(d) + 1)]
     index = torch.tensor([slot for slot, _, _ in rows])
@@ -48,5 +48,5 @@ def sampling_batch(s: RequestSlots, slots: list[int], drafts: list[list[int]], a
         penalties=penalties,
         penalty_tokens=penalty_tokens,
         num_logprobs=[p.logprobs for p in params],
-        allowed_mask=allowed_mask,
+        token_bitmask=token_bitmask,
     )

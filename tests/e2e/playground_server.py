@@ -15,7 +15,7 @@ from typing import Any
 from aiohttp import web
 
 from gateway.app import create_app
-from gateway.chat_output import ParserConfig
+from gateway.parser_config import ParserConfig
 from gateway.engine_pool import EnginePool
 from gateway.state import GatewaySettings, Services
 from schemas.engine import SamplingParams

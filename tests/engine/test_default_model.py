@@ -61,14 +61,14 @@ def test_sampled_json_schema_output_validates_on_real_schemas(smol):
 
     import jsonschema
 
-    from engine import StructuredSpec
+    from engine import JsonSchemaSpec
 
     path = Path(__file__).resolve().parent.parent / "grammar" / "data" / "jsonschemabench-subset.jsonl.gz"
     with gzip.open(path, "rt") as f:
         rows = [json.loads(line) for line in f][:8]
     prompt = smol.tokenizer.encode("<|im_start|>user\nGive me an example JSON document.<|im_end|>\n<|im_start|>assistant\n")
     params = [SamplingParams(max_tokens=200, temperature=1.0, seed=i,
-                             structured=StructuredSpec(json_schema=json.dumps(row["schema"])))
+                             structured=JsonSchemaSpec(json_schema=json.dumps(row["schema"])))
               for i, row in enumerate(rows)]  # fmt: skip
     outs = smol.generate([prompt] * len(rows), params)
     finished = 0

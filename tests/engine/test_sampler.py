@@ -66,8 +66,8 @@ def test_seeded_rows_do_not_depend_on_the_batch():
 
 
 def test_grammar_mask_is_applied_before_sampling():
-    mask = torch.tensor([[True, False, False, True]])
-    assert sample(torch.tensor(LOGITS), batch(1, allowed_mask=mask)).token_ids == [0]
+    packed = torch.tensor([[0b1001]], dtype=torch.int32)  # tokens 0 and 3 allowed
+    assert sample(torch.tensor(LOGITS), batch(1, token_bitmask=packed)).token_ids == [0]
 
 
 def test_logprobs_are_of_the_raw_distribution():

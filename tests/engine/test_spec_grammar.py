@@ -4,6 +4,8 @@ where it was after both (the core then accepts only what the target kept)."""
 
 from __future__ import annotations
 
+import torch
+
 import grammar
 from engine.structured import StructuredOutputs
 from tests.grammar.conftest import byte_vocab
@@ -20,8 +22,16 @@ def _outputs(pattern: str) -> tuple[StructuredOutputs, grammar.Matcher]:
     return outputs, matcher
 
 
+def _rows(outputs: StructuredOutputs, drafts: dict | None = None) -> torch.Tensor:
+    """Request r's mask rows, unpacked to bool [1 + len(drafts), vocab]."""
+    packed = outputs.masks(["r"], drafts)
+    count = 1 + len((drafts or {}).get("r", ()))
+    first = packed.start["r"]
+    return grammar.unpack_bitmask(packed.bitmask, VOCAB_SIZE)[first : first + count]
+
+
 def _allowed(outputs: StructuredOutputs) -> set[int]:
-    return set(outputs.masks(["r"])["r"].nonzero().flatten().tolist())
+    return set(_rows(outputs)[0].nonzero().flatten().tolist())
 
 
 def test_a_refused_draft_ends_the_proposal_and_the_matcher_is_unchanged():
@@ -36,7 +46,7 @@ def test_a_refused_draft_ends_the_proposal_and_the_matcher_is_unchanged():
 
 def test_verify_rows_get_the_masks_of_plain_decoding_then_roll_back():
     outputs, matcher = _outputs("(ab|cd)+x")
-    rows = outputs.masks(["r"], {"r": list(b"abc")})["r"]  # [4, vocab]
+    rows = _rows(outputs, {"r": list(b"abc")})  # [4, vocab]
     assert rows.shape == (4, VOCAB_SIZE)
     want = []
     for token_id in b"abc":  # what plain decoding sees before each token
@@ -50,7 +60,7 @@ def test_verify_rows_get_the_masks_of_plain_decoding_then_roll_back():
 
 def test_rows_past_a_refused_draft_repeat_the_last_mask():
     outputs, _ = _outputs("(ab|cd)+x")
-    rows = outputs.masks(["r"], {"r": list(b"aza")})["r"]
+    rows = _rows(outputs, {"r": list(b"aza")})
     assert rows[1].nonzero().flatten().tolist() == [ord("b")]
     assert (rows[2] == rows[1]).all() and (rows[3] == rows[1]).all()
     assert _allowed(outputs) == {ord("a"), ord("c")}

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine import LLM, SamplingParams, StructuredSpec
+from engine import JsonSchemaSpec, LLM, RegexSpec, SamplingParams
 from engine.spec.policy import StepCost
 from kernels.cpu.ops import load_ops
 from tests.engine.conftest import assert_no_leak
@@ -137,8 +137,8 @@ def test_stop_strings_cut_a_multi_token_delta(engines, off):
 
 @pytest.mark.parametrize("name", ["ngram", "draft"])
 def test_grammar_masks_and_matcher_rollback(engines, off, name):
-    spec = StructuredSpec(json_schema='{"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}')
+    spec = JsonSchemaSpec(json_schema='{"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}')
     params = SamplingParams(max_tokens=40, temperature=0.0, structured=spec)
-    choice = SamplingParams(max_tokens=20, temperature=0.0, structured=StructuredSpec(regex="(ab|cd)+x"))
+    choice = SamplingParams(max_tokens=20, temperature=0.0, structured=RegexSpec(regex="(ab|cd)+x"))
     for p in (params, choice):
         _same(engines(name), off, PROMPTS, p)

@@ -8,7 +8,8 @@ import re
 import jsonschema
 import pytest
 
-from engine import SamplingParams, StructuredSpec
+from engine import ChoiceSpec, JsonSchemaSpec, RegexSpec, SamplingParams, StructuredSpec
+from schemas.engine import EngineRequest
 
 SCHEMA = {
     "type": "object",
@@ -27,7 +28,7 @@ def sampled(spec: StructuredSpec, seed: int, **kw) -> SamplingParams:
 
 
 def test_json_schema_output_validates(llm):
-    spec = StructuredSpec(json_schema=json.dumps(SCHEMA))
+    spec = JsonSchemaSpec(json_schema=json.dumps(SCHEMA))
     outs = llm.generate([[5, 6, 7]] * 6, [sampled(spec, seed) for seed in range(6)])
     for out in outs:
         assert out.finish_reason == "stop", out
@@ -35,25 +36,25 @@ def test_json_schema_output_validates(llm):
 
 
 def test_regex_and_choice(llm):
-    regex = llm.generate([[5, 6, 7]], sampled(StructuredSpec(regex="[a-c]{3}-[0-9]{2}"), 1))[0]
+    regex = llm.generate([[5, 6, 7]], sampled(RegexSpec(regex="[a-c]{3}-[0-9]{2}"), 1))[0]
     assert re.fullmatch("[a-c]{3}-[0-9]{2}", regex.text)
     choices = ["alpha", "beta", "gamma delta"]
-    outs = llm.generate([[5, 6, 7]] * 4, [sampled(StructuredSpec(choice=choices), s) for s in range(4)])
+    outs = llm.generate([[5, 6, 7]] * 4, [sampled(ChoiceSpec(choice=choices), s) for s in range(4)])
     assert all(o.text in choices for o in outs)
 
 
 def test_constrained_and_free_requests_share_a_batch(llm):
     free = SamplingParams(max_tokens=10, temperature=0.0, ignore_eos=True)
     alone = llm.generate([[9, 10, 11]], free)[0].token_ids
-    spec = StructuredSpec(json_schema=json.dumps(SCHEMA))
+    spec = JsonSchemaSpec(json_schema=json.dumps(SCHEMA))
     outs = llm.generate([[9, 10, 11], [5, 6, 7]], [free, sampled(spec, 3)])
     assert outs[0].token_ids == alone
     jsonschema.validate(json.loads(outs[1].text), SCHEMA)
 
 
 BAD_SPECS = [
-    StructuredSpec(json_schema=json.dumps({"type": "object", "properties": {"a": {"type": "strnig"}}})),
-    StructuredSpec(regex="(unclosed"),
+    JsonSchemaSpec(json_schema=json.dumps({"type": "object", "properties": {"a": {"type": "strnig"}}})),
+    RegexSpec(regex="(unclosed"),
 ]
 
 
@@ -66,17 +67,20 @@ def test_bad_grammar_is_refused_before_scheduling(llm, spec):
 
 
 @pytest.mark.parametrize("spec", BAD_SPECS)
-def test_bad_grammar_sent_to_the_core_ends_with_an_error(llm, spec):
-    """A client that skips the check still gets an error output, and the core keeps serving."""
-    from schemas.engine import EngineRequest
-
+def test_bad_grammar_sent_to_the_core_is_refused_at_admission(llm, spec):
+    """The core compiles once, at admission: a bad spec is refused under `structured`, never
+    accepted, and the core keeps serving."""
     core = llm.core
-    assert core.add_request(EngineRequest(request_id="bad", prompt_token_ids=[5, 6, 7],
-                                          params=SamplingParams(max_tokens=5, structured=spec))) is None
-    outs = []
-    while core.has_work():
-        outs += core.step()
-    (out,) = [o for o in outs if o.request_id == "bad"]
-    assert out.finish_reason == "error" and "structured output" in out.error
+    core.add_request(EngineRequest(request_id="bad", prompt_token_ids=[5, 6, 7],
+                                   params=SamplingParams(max_tokens=5, structured=spec)))
+    accepted, refused = [], []
+    while core.has_work() or not refused:
+        core.step()
+        more_accepted, more_refused = core.take_admissions()
+        accepted += more_accepted
+        refused += more_refused
+    assert accepted == []
+    (out,) = refused
+    assert out.request_id == "bad" and out.finish_reason == "error" and out.error.startswith("structured: ")
     ok = llm.generate([[5, 6, 7]], SamplingParams(max_tokens=3, temperature=0, ignore_eos=True))[0]
     assert len(ok.token_ids) == 3

@@ -12,7 +12,7 @@ import json
 import pytest
 import torch
 
-from engine import LLM, EngineConfig, SamplingParams, StructuredSpec
+from engine import EngineConfig, JsonSchemaSpec, LLM, SamplingParams
 from tests.engine.conftest import assert_no_leak
 from tests.engine.test_generate import prompts_of_lengths
 
@@ -76,7 +76,7 @@ def test_sampling_options_and_grammar_agree_with_native(tiny_llama_dir):
         SamplingParams(max_tokens=16, temperature=1.0, min_p=0.05, seed=8, presence_penalty=0.5,
                        repetition_penalty=1.2, logit_bias={17: 5.0}, ignore_eos=True),  # fmt: skip
         SamplingParams(max_tokens=8, temperature=0.0, logprobs=2, ignore_eos=True),
-        SamplingParams(max_tokens=40, temperature=1.0, seed=9, structured=StructuredSpec(json_schema=json.dumps(schema))),
+        SamplingParams(max_tokens=40, temperature=1.0, seed=9, structured=JsonSchemaSpec(json_schema=json.dumps(schema))),
     ]
     prompts = prompts_of_lengths([12, 20, 9, 15])
     want, got = native.generate(prompts, params), hf.generate(prompts, params)

@@ -10,6 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine.client import RequestRefused
+import engine.structured
+from engine.structured import build_vocabulary, start_thread
+from engine.validation import Limits, admit
 from schemas.engine import EngineStats, SamplingParams, TokenLogprob
 
 DEFAULT_PIECES = ["Hello", ",", " world", "!", " How", " are", " you", " today", "?", " Fine", "."]
@@ -52,6 +56,32 @@ def default_script(prompt_token_ids: list[int], params: SamplingParams) -> list[
     return pieces
 
 
+class _FakeStream:
+    """An admitted request's deltas; `aclose` is idempotent and aborts an unfinished request."""
+
+    def __init__(self, gen, on_close) -> None:
+        self._gen, self._on_close = gen, on_close
+        self._finished = False
+
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self):
+        try:
+            out = await anext(self._gen)
+        except BaseException:
+            await self.aclose()
+            raise
+        self._finished = out.finished
+        return out
+
+    async def aclose(self) -> None:
+        await self._gen.aclose()
+        if self._on_close is not None:
+            self._on_close, on_close = None, self._on_close
+            on_close(self._finished)
+
+
 class FakeLLM:
     """Emits `script(prompt, params)` one piece per step, honouring max_tokens and stop strings,
     allocating fake KV blocks that return to the pool when a request ends or is aborted."""
@@ -71,8 +101,9 @@ class FakeLLM:
         self.aborted: list[str] = []
         self.requests: list[tuple[str, list[int], SamplingParams]] = []
         self._dead = asyncio.Event()
-        self._grammar = None
+        self._vocab = None
         self.grammar_compile_timeout = 30.0
+        self.last_heard = None  # no heartbeat to watch
         self.profiling = False
 
     @property
@@ -81,25 +112,26 @@ class FakeLLM:
         return EngineStats(num_running=self.num_inflight, num_total_blocks=self.num_total_blocks,
                            num_free_blocks=self.num_free_blocks, kv_usage=used / self.num_total_blocks)
 
-    def validate(self, prompt_token_ids: list[int], params: SamplingParams) -> None:
-        if not prompt_token_ids:
-            raise ValueError("prompt_token_ids: the prompt is empty")
-        if any(not 0 <= t < self.model_info.vocab_size for t in prompt_token_ids):
-            raise ValueError("prompt_token_ids: token id out of range")
-        if params.max_tokens is not None and len(prompt_token_ids) + params.max_tokens > self.model_info.max_model_len:
-            raise ValueError("max_tokens: prompt + max_tokens exceeds max_model_len")
-
-    async def check_structured(self, spec) -> None:
-        """The real pre-flight compile (engine.structured.GrammarChecker) against the fake's tokenizer."""
-        if self._grammar is None:
-            from engine.structured import GrammarChecker
-
-            self._grammar = GrammarChecker(self.tokenizer, self.model_info.vocab_size, self.model_info.eos_token_ids,
-                                           self.grammar_compile_timeout)  # fmt: skip
-        await self._grammar.check(spec)
-
-    def warm_grammar(self) -> None:
-        pass
+    async def _admit(self, prompt_token_ids: list[int], params: SamplingParams) -> SamplingParams:
+        """The real core's admission: engine.validation's rules, then the real grammar compile
+        (against the fake's tokenizer) within the compile limit; RequestRefused when it refuses."""
+        try:
+            params = admit(prompt_token_ids, params, Limits(self.model_info.vocab_size, self.model_info.max_model_len))
+        except ValueError as exc:
+            raise RequestRefused(str(exc)) from None
+        if params.structured is None:
+            return params
+        if self._vocab is None:
+            self._vocab = build_vocabulary(self.tokenizer, self.model_info.vocab_size, self.model_info.eos_token_ids)
+        spec, vocab, limit = params.structured, self._vocab, self.grammar_compile_timeout
+        try:
+            await asyncio.wait_for(asyncio.wrap_future(start_thread(lambda: engine.structured.compile_spec(spec, vocab, limit), "fake-compile")),
+                                   limit)  # fmt: skip
+        except asyncio.TimeoutError:
+            raise RequestRefused(f"structured: grammar compilation exceeded the limit of {limit:g} s") from None
+        except Exception as exc:  # GrammarError and whatever a malformed spec provokes
+            raise RequestRefused(f"structured: {exc}") from None
+        return params
 
     async def start_profile(self) -> None:
         if self.profiling:
@@ -124,24 +156,32 @@ class FakeLLM:
     async def shutdown(self) -> None:
         self.is_alive = False
 
-    async def generate(self, request_id: str, prompt_token_ids: list[int], params: SamplingParams):
+    async def submit(self, request_id: str, prompt_token_ids: list[int], params: SamplingParams):
         if not self.is_alive:
             raise FakeEngineDead("engine core is dead")
-        self.validate(prompt_token_ids, params)
-        self.requests.append((request_id, prompt_token_ids, params))
-        num_blocks = math.ceil((len(prompt_token_ids) + (params.max_tokens or 0)) / self.block_size)
-        self.num_free_blocks -= num_blocks
-        self.num_inflight += 1
-        finished = False
+        self.num_inflight += 1  # from submission, as AsyncLLM counts (least-loaded routing reads it)
         try:
-            async for out in self._steps(prompt_token_ids, params):
-                finished = out.finished
-                yield out
-        finally:
-            self.num_free_blocks += num_blocks
+            params = await self._admit(prompt_token_ids, params)
+        except BaseException:
+            self.num_inflight -= 1
+            raise
+
+        def closed(finished: bool) -> None:
             self.num_inflight -= 1
             if not finished and self.is_alive:
                 self.aborted.append(request_id)
+
+        return _FakeStream(self._generate(request_id, prompt_token_ids, params), closed)
+
+    async def _generate(self, request_id: str, prompt_token_ids: list[int], params: SamplingParams):
+        self.requests.append((request_id, prompt_token_ids, params))
+        num_blocks = math.ceil((len(prompt_token_ids) + (params.max_tokens or 0)) / self.block_size)
+        self.num_free_blocks -= num_blocks
+        try:
+            async for out in self._steps(prompt_token_ids, params):
+                yield out
+        finally:
+            self.num_free_blocks += num_blocks
 
     async def _step(self) -> None:
         if self.step_delay_s:

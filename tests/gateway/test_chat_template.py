@@ -6,7 +6,8 @@ import copy
 
 import pytest
 
-from gateway.chat_output import ParserConfig, open_output
+from gateway.chat_output import open_output
+from gateway.parser_config import ParserConfig
 from gateway.chat_template import ChatRenderer
 from gateway.errors import ApiError
 from schemas.openai import ChatMessage, FunctionDef, ToolDef

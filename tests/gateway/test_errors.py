@@ -58,7 +58,11 @@ BAD_BODIES = [
     ({"messages": MESSAGES, "tool_choice": "sometimes"}, "tool_choice"),
     ({"messages": MESSAGES, "tools": [{"type": "function", "function": {"name": "f"}}],
       "tool_choice": {"type": "function", "function": {"name": "g"}}}, "tool_choice"),
-    ({"messages": MESSAGES, "response_format": {"type": "xml"}}, "response_format"),
+    ({"messages": MESSAGES, "response_format": {"type": "xml"}}, "response_format.type"),
+    ({"messages": MESSAGES, "response_format": {"type": "json_schema", "json_schema": {"name": "x"}}},
+     "response_format.json_schema.schema"),
+    ({"messages": MESSAGES, "tools": [{"type": "function", "function": {"name": "g"}}],
+      "tool_choice": {"type": "function", "function": {}}}, "tool_choice.function.name"),
 ]
 
 
@@ -130,7 +134,7 @@ async def test_overload_is_429_with_retry_after(make_client):
 async def test_engine_validation_error_is_400(make_client):
     client = await make_client(max_model_len=64)
     resp = await client.post("/v1/completions", json={"prompt": [10**6], "max_tokens": 2, "echo": True})
-    await _expect_error(resp, 400, "prompt_token_ids")
+    await _expect_error(resp, 400, "prompt")
     await _good_after(client)
 
 

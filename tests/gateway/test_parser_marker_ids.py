@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 
-from gateway.chat_output import ParserConfig, marker_token_ids, open_output, resolve_parsers
+from gateway.chat_output import open_output
+from gateway.parser_config import ParserConfig, marker_token_ids, resolve_parsers
 from gateway.state import GatewaySettings
 from tests.gateway.sse_helpers import read_events
 

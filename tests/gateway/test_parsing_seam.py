@@ -8,7 +8,7 @@ import logging
 import pytest
 
 import parsing
-from gateway.chat_output import ParserConfig
+from gateway.parser_config import ParserConfig
 from gateway.state import SERVICES, GatewaySettings
 from tests.gateway.fake_engine import FakeLLM
 from tests.gateway.sse_helpers import read_events

@@ -6,7 +6,7 @@ import json
 
 import grammar
 from engine.structured import compile_spec
-from gateway.chat_output import ParserConfig
+from gateway.parser_config import ParserConfig
 from gateway.cli import _engine_config, build_parser
 from gateway.state import GatewaySettings
 
