@@ -25,7 +25,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from engine.models.hf_fusion import FusedLinear, LinearSlice
-from kernels import paged_attention, write_kv_cache
+from engine.models.llama import self_attention
+from kernels import silu_and_mul
 
 
 def _fused_of(*slices: nn.Module) -> FusedLinear | None:
@@ -75,6 +76,8 @@ class GatedMLP(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         gate_up = F.linear(x, self.weight, self.bias)  # [..., 2 * intermediate]
+        if self.act is F.silu:  # the native MLP's kernel
+            return F.linear(silu_and_mul(gate_up), self.down_weight, self.down_bias)
         gate, up = gate_up.narrow(-1, 0, self.intermediate), gate_up.narrow(-1, self.intermediate, self.intermediate)
         return F.linear(self.act(gate) * up, self.down_weight, self.down_bias)
 
@@ -126,26 +129,13 @@ class PagedSelfAttention(nn.Module):
         return self.attend(hidden_states, position_embeddings, engine_context), None
 
     def attend(self, hidden_states: torch.Tensor, position_embeddings, context) -> torch.Tensor:
-        """[1, num_tokens, hidden] -> [1, num_tokens, hidden]; writes this layer's KV cache."""
-        num_tokens, head_dim = hidden_states.shape[1], self.head_dim
+        """[1, num_tokens, hidden] -> [1, num_tokens, hidden]; writes this layer's KV cache through the
+        native model's own attention function (engine.models.llama.self_attention)."""
         qkv = F.linear(hidden_states, self.weight, self.bias)[0]  # [num_tokens, q_size + 2 * kv_size]
-        q = qkv.narrow(-1, 0, self.q_size).view(num_tokens, -1, head_dim)  # [num_tokens, num_heads, head_dim]
-        k = qkv.narrow(-1, self.q_size, self.kv_size).view(num_tokens, -1, head_dim)
-        v = qkv.narrow(-1, self.q_size + self.kv_size, self.kv_size).view(num_tokens, -1, head_dim)
-        if self._q_norm is not None:
-            q, k = self._q_norm(q), self._k_norm(k)
-        cos, sin = position_embeddings
-        cos, sin = cos[0].unsqueeze(1), sin[0].unsqueeze(1)  # [num_tokens, 1, head_dim]
-        q, k = q * cos + _rotate_half(q) * sin, k * cos + _rotate_half(k) * sin
-        k_cache, v_cache = context.kv_caches[self.layer_idx]
-        write_kv_cache(k, v, k_cache, v_cache, context.meta.slot_mapping)
-        out = paged_attention(q, k_cache, v_cache, context.meta, self.scale)  # [num_tokens, num_heads, head_dim]
-        return F.linear(out.reshape(1, num_tokens, -1), self.o_weight, self.o_bias)
-
-
-def _rotate_half(x: torch.Tensor) -> torch.Tensor:
-    half = x.shape[-1] // 2
-    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+        cos, sin = position_embeddings  # [1, num_tokens, head_dim]
+        out = self_attention(qkv, self.q_size, self.kv_size, self.head_dim, cos[0], sin[0],
+                             context.kv_caches[self.layer_idx], context.meta, self.scale, self._q_norm, self._k_norm)  # fmt: skip
+        return F.linear(out.unsqueeze(0), self.o_weight, self.o_bias)
 
 
 class PreNormDecoderLayer(nn.Module):

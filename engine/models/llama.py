@@ -58,6 +58,26 @@ class RMSNorm(nn.Module):
         return add_rms_norm(x, residual, self.weight, self.eps)
 
 
+def self_attention(qkv: torch.Tensor, q_size: int, kv_size: int, head_dim: int, cos: torch.Tensor, sin: torch.Tensor,
+                   kv_cache: tuple[torch.Tensor, torch.Tensor], meta: AttentionMetadata, scale: float,
+                   q_norm=None, k_norm=None) -> torch.Tensor:  # fmt: skip
+    """Fused q/k/v projections [num_tokens, q_size + 2 * kv_size] -> attention output [num_tokens, q_size]:
+    heads, optional per-head q/k norms, rotary by per-token cos/sin [num_tokens, head_dim], this
+    layer's KV cache write, paged attention. The one implementation of a Llama-shaped attention
+    that the native model and the Transformers backend's substituted modules (hf_layers) both run."""
+    num_tokens = qkv.shape[0]
+    q, k, v = qkv.split([q_size, kv_size, kv_size], dim=-1)
+    q = q.view(num_tokens, -1, head_dim)  # [num_tokens, num_heads, head_dim]
+    k = k.view(num_tokens, -1, head_dim)
+    v = v.view(num_tokens, -1, head_dim)
+    if q_norm is not None:
+        q, k = q_norm(q), k_norm(k)
+    q, k = apply_rotary_qk(q, k, cos, sin)
+    k_cache, v_cache = kv_cache
+    write_kv_cache(k, v, k_cache, v_cache, meta.slot_mapping)
+    return paged_attention(q, k_cache, v_cache, meta, scale).reshape(num_tokens, q_size)
+
+
 class Attention(nn.Module):
     def __init__(self, args: LlamaArgs) -> None:
         super().__init__()
@@ -71,18 +91,9 @@ class Attention(nn.Module):
         self.scale = args.head_dim**-0.5
 
     def forward(self, x, cos, sin, kv_cache: tuple[torch.Tensor, torch.Tensor], meta: AttentionMetadata):
-        num_tokens = x.shape[0]
-        q, k, v = self.qkv_proj(x).split([self.q_size, self.kv_size, self.kv_size], dim=-1)
-        q = q.view(num_tokens, self.num_heads, self.head_dim)  # [num_tokens, num_heads, head_dim]
-        k = k.view(num_tokens, self.num_kv_heads, self.head_dim)
-        v = v.view(num_tokens, self.num_kv_heads, self.head_dim)
-        if self.q_norm is not None:
-            q, k = self.q_norm(q), self.k_norm(k)
-        q, k = apply_rotary_qk(q, k, cos, sin)
-        k_cache, v_cache = kv_cache
-        write_kv_cache(k, v, k_cache, v_cache, meta.slot_mapping)
-        out = paged_attention(q, k_cache, v_cache, meta, self.scale)
-        return self.o_proj(out.reshape(num_tokens, self.q_size))
+        out = self_attention(self.qkv_proj(x), self.q_size, self.kv_size, self.head_dim, cos, sin, kv_cache, meta,
+                             self.scale, self.q_norm, self.k_norm)  # fmt: skip
+        return self.o_proj(out)
 
 
 class MLP(nn.Module):
