@@ -100,3 +100,24 @@ def test_a_megabyte_schema_stops_at_its_limit():
     with pytest.raises(grammar.GrammarError, match="exceeded the limit"):
         _compile(schema, limit=0.3)
     assert time.monotonic() - start < 3.0
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_a_compile_runs_with_the_cycle_collector_off_and_leaves_it_as_it_was(monkeypatch, enabled):
+    """The collector's passes over a compile's many small objects cost more than half of a large
+    schema's compile (grammar/compiler.py _gc_paused): off during it, as before after it."""
+    import gc
+
+    seen = []
+    compiler = grammar.Compiler(VOCAB)
+    inner = compiler.compile
+    monkeypatch.setattr(compiler, "compile", lambda g: (seen.append(gc.isenabled()), inner(g))[1])
+    was = gc.isenabled()
+    try:
+        (gc.enable if enabled else gc.disable)()
+        compiler.compile_json_schema({"type": "integer"})
+        with pytest.raises(grammar.GrammarError):
+            compiler.compile_json_schema({"$ref": "#"})
+        assert seen == [False, False] and gc.isenabled() == enabled
+    finally:
+        (gc.enable if was else gc.disable)()
