@@ -121,3 +121,17 @@ def test_a_compile_runs_with_the_cycle_collector_off_and_leaves_it_as_it_was(mon
         assert seen == [False, False] and gc.isenabled() == enabled
     finally:
         (gc.enable if was else gc.disable)()
+
+
+def test_a_large_rule_referenced_a_thousand_times_is_called_not_copied():
+    """A rule referenced from one place a thousand times counts as a thousand references: in a
+    grammar too large to inline, a shared rule over a few hundred states is called once (the
+    copies took 340k NFA states and 2 s; called, 14k states)."""
+    item = {"type": "object", "properties": {f"field_{j}": {"type": "string", "maxLength": 12} for j in range(12)},
+            "additionalProperties": False}
+    schema = {"type": "object", "properties": {f"p{i}": {"$ref": "#/$defs/item"} for i in range(1000)},
+              "$defs": {"item": item}, "additionalProperties": False}
+    g = _compile(schema)
+    assert len(g.nfa.eps) < 50_000
+    assert accepts_text(g, '{"p0":{"field_0":"abc"},"p999":{}}')
+    assert not accepts_text(g, '{"p0":{"field_0":"abcdefghijklm"}}') and not accepts_text(g, '{"p0":{"x":""}}')
