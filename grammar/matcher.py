@@ -108,7 +108,3 @@ class Matcher:
     def is_completed(self) -> bool:
         """True when the output so far is a complete match (EOS would be accepted)."""
         return self._terminated or self.grammar.is_complete(self.state)
-
-    def reset(self) -> None:
-        del self._history[1:]
-        self._terminated = False

@@ -12,6 +12,7 @@ from grammar.time_limit import check_time_limit
 HOIST_MIN_SIZE = 150     # a repeated item at least this big becomes its own called rule...
 HOIST_MIN_COPIES = 4     # ...when it is copied at least this many times
 BIG_RULE_SIZE = 4000     # a rule referenced from several places is called, not inlined, above this
+COMPACT_RULE_SIZE = 200  # compact: above this, a rule referenced from several places is called
 MAX_NFA_STATES = 400_000
 # A grammar whose inlined NFA would pass this many states is built compact: every repeat of
 # COMPACT_REPEAT_SIZE states or more calls its item as a rule instead of copying it (a string with
@@ -44,8 +45,10 @@ class Nfa:
         return n - 1
 
 
-def _ref_graph(grammar: Grammar) -> dict[str, set[str]]:
+def _ref_graph(grammar: Grammar) -> tuple[dict[str, set[str]], dict[str, int]]:
+    """The rules each rule refers to, and how many references each rule has in all."""
     graph: dict[str, set[str]] = {}
+    counts: dict[str, int] = {}
     for name, node in grammar.rules.items():
         refs: set[str] = set()
         stack: list[Node] = [node]
@@ -55,6 +58,7 @@ def _ref_graph(grammar: Grammar) -> dict[str, set[str]]:
                 if cur.name not in grammar.rules:
                     raise GrammarError(f"undefined rule {cur.name!r}")
                 refs.add(cur.name)
+                counts[cur.name] = counts.get(cur.name, 0) + 1
             elif isinstance(cur, (Seq, Alt)):
                 stack.extend(cur.items)
             elif isinstance(cur, Repeat):
@@ -62,7 +66,7 @@ def _ref_graph(grammar: Grammar) -> dict[str, set[str]]:
             elif isinstance(cur, Graph):
                 stack.extend(e for _, _, e in cur.edges if e is not None)
         graph[name] = refs
-    return graph
+    return graph, counts
 
 
 def _recursive_rules(graph: dict[str, set[str]]) -> set[str]:
@@ -89,17 +93,14 @@ class NfaBuilder:
     def __init__(self, grammar: Grammar) -> None:
         self.grammar = grammar
         self.rules = dict(grammar.rules)
-        graph = _ref_graph(grammar)
+        graph, self.num_refs = _ref_graph(grammar)
         self.recursive = _recursive_rules(graph)
         self.sizes: dict[int, int] = {}
-        self.num_refs: dict[str, int] = {}
-        for refs in graph.values():
-            for r in refs:
-                self.num_refs[r] = self.num_refs.get(r, 0) + 1
         self.nfa = Nfa()
         self.rule_ids: dict[str, int] = {}
         self.pending: list[str] = []
         self.hoisted: dict[int, str] = {}
+        self.compact = False
         self.compact = self.inline_size(grammar.start, {}) > COMPACT_ABOVE
 
     def build(self) -> Nfa:
@@ -145,7 +146,7 @@ class NfaBuilder:
     def is_call(self, name: str) -> bool:
         if name in self.recursive:
             return True
-        big = node_size(self.rules[name], self.rules, self.sizes) > BIG_RULE_SIZE
+        big = node_size(self.rules[name], self.rules, self.sizes) > (COMPACT_RULE_SIZE if self.compact else BIG_RULE_SIZE)
         return big and self.num_refs.get(name, 0) > 1
 
     def emit(self, node: Node, s: int, t: int) -> None:
