@@ -100,4 +100,7 @@ def apply_token_bitmask(logits: torch.Tensor, bitmask: torch.Tensor) -> None:
     """Disallowed logits -> -inf in place, from the grammar's packed int32 rows."""
     if logits.is_cuda:
         return triton_ops()["bitmask"].apply_token_bitmask(logits, bitmask.to(logits.device, non_blocking=True))
+    if (logits.dtype == torch.float32 and logits.dim() == 2 and logits.stride(1) == 1 and bitmask.dtype == torch.int32
+            and cpu_kernels_available()):  # fmt: skip
+        return cpu_ops.apply_token_bitmask(logits, bitmask)
     return reference_bitmask.apply_token_bitmask(logits, bitmask)

@@ -57,6 +57,17 @@ def argmax(logits: torch.Tensor) -> torch.Tensor:
     return out
 
 
+def apply_token_bitmask(logits: torch.Tensor, bitmask: torch.Tensor) -> None:
+    """The same as kernels.bitmask.apply_token_bitmask: logits [rows, vocab] float32 masked in place
+    by the packed int32 rows [rows, words]."""
+    _check_rows(logits, "bitmask logits")
+    if bitmask.dtype != torch.int32 or bitmask.device.type != "cpu" or bitmask.dim() != 2 or bitmask.shape[0] != logits.shape[0]:
+        raise ValueError("apply_token_bitmask: expected a CPU int32 [rows, words] bitmask, one row per logits row")
+    bitmask = bitmask.contiguous()
+    load_ops().apply_bitmask(ptr(logits), logits.shape[0], logits.shape[1], logits.stride(0), ptr(bitmask),
+                             bitmask.shape[1])  # fmt: skip
+
+
 def meta_args(meta) -> tuple[int, ...]:
     """The eight integers of an AttentionMetadata for C (META_FMT order in module.c)."""
     return (len(meta.seq_lens), ptr(meta.query_start), ptr(meta.seq_lens_t), ptr(meta.block_tables),

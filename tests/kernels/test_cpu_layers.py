@@ -59,3 +59,22 @@ def test_argmax_matches_torch(cpu_ops, rows, n):
     assert torch.equal(argmax(x), x.argmax(-1))
     wide = torch.randn(rows, n + 7)[:, :n]  # rows with a stride
     assert torch.equal(argmax(wide), wide.argmax(-1))
+
+
+@pytest.mark.parametrize(("rows", "vocab", "words"), [(1, 100, 4), (3, 64, 2), (2, 70, 2), (5, 1000, 32)])
+def test_token_bitmask_equals_the_reference(cpu_ops, rows, vocab, words):
+    """Random packed rows (some words all ones, some all zeros), a vocabulary past the mask's
+    last word or short of it: the C apply and the torch reference mask the same logits."""
+    from kernels.bitmask import apply_token_bitmask as reference
+    from kernels.cpu.ops import apply_token_bitmask
+
+    gen = torch.Generator().manual_seed(rows * vocab)
+    bitmask = torch.randint(-(2**31), 2**31 - 1, (rows, words), dtype=torch.int32, generator=gen)
+    bitmask[:, 0] = -1
+    if words > 1:
+        bitmask[0, 1] = 0
+    logits = torch.randn(rows, vocab, generator=gen)
+    want, got = logits.clone(), logits.clone()
+    reference(want, bitmask)
+    apply_token_bitmask(got, bitmask)
+    assert torch.equal(want, got)

@@ -104,3 +104,21 @@ void argmax_rows(const float *x, int64_t rows, int64_t n, int64_t ld, int64_t *o
         out[r] = best;
     }
 }
+
+/* x[r, t] = -inf where bit t % 32 of word t / 32 of row r of the packed mask is clear, for t < n
+   (rows of x ld floats apart, of the mask `words` int32 apart; a token past the last word is
+   disallowed): the grammar's bitmask applied in place, without unpacking it. */
+void apply_bitmask_rows(float *x, int64_t rows, int64_t n, int64_t ld, const int32_t *mask, int64_t words) {
+    const float neg_inf = -INFINITY;
+    for (int64_t r = 0; r < rows; r++) {
+        float *v = x + r * ld;
+        const uint32_t *m = (const uint32_t *)(mask + r * words);
+        for (int64_t w = 0; w * 32 < n; w++) {
+            uint32_t bits = w < words ? m[w] : 0u;
+            if (bits == 0xFFFFFFFFu) continue; /* the common case: every token of the word allowed */
+            int64_t end = (w + 1) * 32 < n ? (w + 1) * 32 : n;
+            for (int64_t t = w * 32; t < end; t++)
+                if (!((bits >> (t - w * 32)) & 1u)) v[t] = neg_inf;
+        }
+    }
+}

@@ -84,6 +84,17 @@ static PyObject *py_argmax(PyObject *self, PyObject *const *args, Py_ssize_t nar
     Py_RETURN_NONE;
 }
 
+static PyObject *py_apply_bitmask(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    /* x, rows, n, ld, mask, words */
+    int64_t iv[6];
+    double fv[6];
+    if (parse(args, nargs, "iiiiii", iv, fv)) return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    apply_bitmask_rows(P(0, float *), iv[1], iv[2], iv[3], P(4, const int32_t *), iv[5]);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_kv_write(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     /* kv_kind, k_cache, v_cache, k, v, ldkv, slots, num_tokens, num_kv_heads, head_dim */
     int64_t iv[10];
@@ -144,6 +155,7 @@ static PyMethodDef methods[] = {
     FASTCALL("rotary", py_rotary, "rotate-half rotary embedding in place"),
     FASTCALL("silu_mul", py_silu_mul, "SiLU(gate) * up"),
     FASTCALL("argmax", py_argmax, "first index of each row's largest value"),
+    FASTCALL("apply_bitmask", py_apply_bitmask, "logits of tokens a packed grammar bitmask disallows -> -inf, in place"),
     FASTCALL("kv_write", py_kv_write, "write K/V rows into cache slots"),
     FASTCALL("attention", py_attention, "paged causal attention"),
     FASTCALL("stack_workspace", py_stack_workspace, "workspace floats for stack_forward"),

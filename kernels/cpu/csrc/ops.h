@@ -15,6 +15,7 @@ void rotary(float *x, int64_t ldx, int64_t rows, int64_t heads, int64_t head_dim
 void head_norm(float *x, int64_t ldx, int64_t rows, int64_t heads, int64_t head_dim, const float *weight, float eps);
 void silu_mul(const float *gu, int64_t rows, int64_t inter, float *out);
 void argmax_rows(const float *x, int64_t rows, int64_t n, int64_t ld, int64_t *out);
+void apply_bitmask_rows(float *x, int64_t rows, int64_t n, int64_t ld, const int32_t *mask, int64_t words);
 
 /* k, v: [num_tokens, num_kv_heads * head_dim] rows ldkv floats apart; slots[t] < 0 is skipped. */
 void kv_write(const kv_layer *kv, const float *k, const float *v, int64_t ldkv, const int64_t *slots,
