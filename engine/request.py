@@ -75,7 +75,9 @@ class Request:
     def check_stop(self, token_id: int, max_model_len: int) -> bool:
         """Decides, after a sampled token, whether the request is done; sets the reason."""
         params = self.params
-        if self.num_output_tokens >= params.min_tokens:
+        # Under min_tokens the sampler lets a stop token through only where the grammar allows
+        # nothing else, so for a constrained request it ends the output there.
+        if self.num_output_tokens >= params.min_tokens or params.structured is not None:
             if not params.ignore_eos and token_id in self.eos_token_ids:
                 self.finish_reason, self.stop_reason = "stop", token_id
                 return True

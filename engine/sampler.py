@@ -1,7 +1,8 @@
 """The sampler: logits of the rows that produce a token -> one token id each, plus logprobs.
 
-Order: logit bias, min-tokens suppression of stop tokens, penalties, the grammar bitmask,
-then greedy or temperature / top-k / top-p / min-p sampling. A seeded request draws its
+Order: logit bias, penalties, the grammar bitmask, min-tokens suppression of stop tokens
+(which yields where the grammar allows nothing but stop tokens: the grammar decides where a
+constrained output ends), then greedy or temperature / top-k / top-p / min-p sampling. A seeded request draws its
 noise from a generator seeded by (seed, output position), so its tokens do not depend on
 what else is in the batch. Logprobs are of the model's raw distribution.
 
@@ -69,12 +70,15 @@ def _process(logits: torch.Tensor, batch: SamplingBatch) -> torch.Tensor:
         if bias:
             ids = torch.tensor(list(bias.keys()), device=logits.device)
             logits[row, ids] += torch.tensor(list(bias.values()), device=logits.device, dtype=logits.dtype)
-    for row, ids in enumerate(batch.suppress_ids):
-        if ids:
-            logits[row, ids] = float("-inf")
     _apply_penalties(logits, batch)
     if batch.token_bitmask is not None:
         apply_token_bitmask(logits, batch.token_bitmask)
+    for row, ids in enumerate(batch.suppress_ids):
+        if ids:
+            kept = logits[row, ids].clone()
+            logits[row, ids] = float("-inf")
+            if batch.token_bitmask is not None and not bool(torch.isfinite(logits[row]).any()):
+                logits[row, ids] = kept  # the grammar allows only stop tokens: it ends the output
     return logits
 
 

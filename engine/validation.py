@@ -87,12 +87,10 @@ def _check_stopping(params: SamplingParams, vocab_size: int) -> None:
     stops = params.stop or ()
     _check(len(stops) <= MAX_STOP_STRINGS, "stop", f"may hold at most {MAX_STOP_STRINGS} strings")
     _check(all(stops), "stop", "stop strings must not be empty")
-    if params.structured is not None and (params.ignore_eos or params.min_tokens > 0):
-        # The grammar may end the output (only EOS allowed) before min_tokens; with EOS suppressed
-        # the engine would have to sample a token the grammar refuses.
-        field = "ignore_eos" if params.ignore_eos else "min_tokens"
-        raise ValueError(f"{field}: cannot be combined with a structured output constraint: the grammar "
-                         "decides where the output ends")  # fmt: skip
+    # min_tokens holds a constrained output open only while its grammar allows more than a stop
+    # token (engine/sampler.py); ignore_eos would have to run on past the grammar's end.
+    _check(params.structured is None or not params.ignore_eos, "ignore_eos",
+           "cannot be combined with a structured output constraint: the grammar decides where the output ends")
 
 
 def admit(prompt_token_ids: list[int], params: SamplingParams, limits: Limits) -> SamplingParams:

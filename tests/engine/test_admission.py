@@ -43,7 +43,6 @@ PROMPT = [5, 6, 7]
         (PROMPT, SamplingParams(stop=[""]), "stop"),
         (PROMPT, SamplingParams(stop=["x"] * 17), "stop"),
         (PROMPT, SamplingParams(ignore_eos=True, structured=JsonSchemaSpec(json_schema="{}")), "ignore_eos"),
-        (PROMPT, SamplingParams(min_tokens=2, structured=JsonSchemaSpec(json_schema="{}")), "min_tokens"),
     ],
 )
 def test_each_rule_names_its_field(prompt, params, field):

@@ -84,3 +84,12 @@ def test_bad_grammar_sent_to_the_core_is_refused_at_admission(llm, spec):
     assert out.request_id == "bad" and out.finish_reason == "error" and out.error.startswith("structured: ")
     ok = llm.generate([[5, 6, 7]], SamplingParams(max_tokens=3, temperature=0, ignore_eos=True))[0]
     assert len(ok.token_ids) == 3
+
+
+def test_min_tokens_yields_where_the_grammar_allows_only_a_stop_token(llm):
+    """min_tokens suppresses EOS while the grammar allows more; once the grammar allows nothing
+    but EOS (a choice is complete) the output ends there, valid, instead of failing."""
+    params = [SamplingParams(max_tokens=30, min_tokens=20, temperature=1.0, seed=s, structured=ChoiceSpec(choice=["yes", "no"]))
+              for s in range(4)]  # fmt: skip
+    for out in llm.generate([[5, 6, 7]] * 4, params):
+        assert out.text in ("yes", "no") and out.finish_reason == "stop", out
