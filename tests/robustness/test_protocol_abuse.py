@@ -1,0 +1,189 @@
+"""Protocol abuse under load on a real server: hundreds of idle (and half-sent) connections up to its
+`--max-connections`, hundreds of streams dropped mid-way, bodies sent a byte at a time; meanwhile one
+well-behaved stream keeps its inter-token latency within 2x of its unloaded value. Connections over the
+limit get a JSON 503 at once, the slow bodies a 408, and afterwards every KV block is back and /health ok.
+
+The well-behaved stream is timed in a process of its own (tests/robustness/itl_probe.py); unloaded and
+loaded rounds alternate and the medians are compared, so a spike from elsewhere on the machine does not
+decide the verdict."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import concurrent.futures
+import contextlib
+import json
+import multiprocessing
+import time
+
+import aiohttp
+import pytest
+
+from tests.e2e.conftest import ServerProcess
+from tests.robustness.client import CHAT, healthy, is_error_body, metrics, settled
+from tests.robustness.itl_probe import median, stream_events, window_itl
+
+MAX_CONNECTIONS = 256
+IDLE = 232  # held open through the loaded rounds; with the droppers and the probe, just under the limit
+DROPPERS = 8  # concurrent clients that start a stream and drop it
+OVER = 48  # extra connections at the end: about 20 fill the limit, the rest must be refused
+PAIRS = 6  # unloaded and loaded windows, alternating while the probe streams
+WINDOW_S = 2.0
+SETTLE_S = 0.4  # left out at the start of each window: the load coming on or going off
+ARGS = ("--max-model-len", "512", "--num-kv-blocks", "128", "--max-num-seqs", "16", "--embedding-model", "none",
+        "--served-model-name", "tiny", "--max-connections", str(MAX_CONNECTIONS), "--body-read-timeout", "2")  # fmt: skip
+DROP = {"messages": [{"role": "user", "content": "Tell me a story"}], "max_tokens": 200, "ignore_eos": True, "stream": True}
+
+
+@pytest.fixture(scope="module")
+def abuse_server(robust_model_dir):
+    proc = ServerProcess("--model", str(robust_model_dir), *ARGS)
+    try:
+        proc.wait_ready()
+        yield proc
+    finally:
+        proc.stop()
+
+
+async def open_idle(host: str, port: int, count: int) -> list[asyncio.StreamWriter]:
+    """`count` connections that send nothing, or (every other one) half a request head and then nothing."""
+    writers = []
+    for i in range(count):
+        _, writer = await asyncio.open_connection(host, port)
+        if i % 2:
+            writer.write(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: appl")
+        writers.append(writer)
+    return writers
+
+
+async def drop_streams(url: str, stop: asyncio.Event, counts: collections.Counter) -> None:
+    """One dropper: starts a stream, reads a few events, closes the connection; again until `stop`."""
+    async with aiohttp.ClientSession(url, connector=aiohttp.TCPConnector(force_close=True)) as http:
+        while not stop.is_set():
+            async with http.post(CHAT, json=DROP) as resp:
+                if resp.status != 200:
+                    counts[f"dropper got {resp.status}"] += 1
+                    continue
+                for _ in range(1 + counts["dropped"] % 4):
+                    await resp.content.readuntil(b"\n\n")
+                resp.close()
+            counts["dropped"] += 1
+
+
+async def slow_body(host: str, port: int) -> tuple[int, bytes]:
+    """A POST whose body comes a byte every 0.2 s; the answer (the server's 408) as (status, body)."""
+    reader, writer = await asyncio.open_connection(host, port)
+    body = json.dumps({"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2}).encode()
+    data = b""
+    try:
+        writer.write(f"POST {CHAT} HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n\r\n".encode())
+        for byte in body:
+            writer.write(bytes([byte]))
+            await writer.drain()
+            with contextlib.suppress(TimeoutError):
+                data = await asyncio.wait_for(reader.read(65536), 0.2)  # one read: nothing is lost to a timeout
+                break
+        while data and (more := await asyncio.wait_for(reader.read(65536), 10)):
+            data += more
+    except ConnectionError:
+        pass
+    finally:
+        writer.close()
+    head, _, payload = data.partition(b"\r\n\r\n")
+    return (int(head.split()[1]) if head else 0), payload
+
+
+async def refused_at_once(host: str, port: int) -> bool | None:
+    """For a connection opened at the limit: True when a JSON 503 came within 5 s, None when the server
+    kept it open (there was room after all), False for anything else."""
+    reader, writer = await asyncio.open_connection(host, port)
+    try:
+        data = await asyncio.wait_for(reader.read(), 5)
+    except TimeoutError:
+        return None
+    finally:
+        writer.close()
+    head, _, body = data.partition(b"\r\n\r\n")
+    return head.startswith(b"HTTP/1.1 503") and is_error_body(body)
+
+
+class Abuse:
+    """The abusing clients of one loaded window: idle connections held, droppers running."""
+
+    def __init__(self, url: str, port: int, counts: collections.Counter) -> None:
+        self.url, self.port, self.counts = url, port, counts
+        self.idle: list[asyncio.StreamWriter] = []
+        self.stop = asyncio.Event()
+        self.droppers: list[asyncio.Task] = []
+
+    async def __aenter__(self) -> Abuse:
+        self.idle = await open_idle("127.0.0.1", self.port, IDLE)
+        self.droppers = [asyncio.create_task(drop_streams(self.url, self.stop, self.counts)) for _ in range(DROPPERS)]
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        self.stop.set()
+        for result in await asyncio.gather(*self.droppers, return_exceptions=True):
+            if isinstance(result, BaseException):
+                self.counts[f"dropper failed: {result!r}"] += 1
+        for writer in self.idle:
+            writer.close()
+        self.counts["idle"] += len(self.idle)
+
+
+async def alternate(url: str, port: int, counts: collections.Counter) -> list[tuple[str, float, float]]:
+    """PAIRS unloaded and loaded windows, one after another; (kind, start, end) of each measured part."""
+    windows = []
+    for _ in range(PAIRS):
+        start = time.monotonic()
+        await asyncio.sleep(WINDOW_S)
+        windows.append(("unloaded", start + SETTLE_S, time.monotonic()))
+        async with Abuse(url, port, counts):
+            start = time.monotonic()
+            await asyncio.sleep(WINDOW_S)
+            windows.append(("loaded", start + SETTLE_S, time.monotonic()))
+    return windows
+
+
+async def test_abuse_leaves_the_stream_latency_within_2x_and_the_server_whole(abuse_server):
+    url, port = abuse_server.url, abuse_server.port
+    loop = asyncio.get_running_loop()
+    counts: collections.Counter = collections.Counter()
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        await loop.run_in_executor(pool, stream_events, url, 0.0, 16)  # warm-up: the process, the first steps
+        async with aiohttp.ClientSession(url) as http:
+            before = await metrics(http)
+        probe = loop.run_in_executor(pool, stream_events, url, 2 * PAIRS * WINDOW_S + 3.0)
+        await asyncio.sleep(0.5)
+        slow = [asyncio.create_task(slow_body("127.0.0.1", port)) for _ in range(8)]
+        windows = await alternate(url, port, counts)
+        slow_answers = await asyncio.gather(*slow)
+        streams = await probe
+    itls = {kind: [itl for k, a, b in windows if k == kind and (itl := window_itl(streams, a, b)) is not None]
+            for kind in ("unloaded", "loaded")}  # fmt: skip
+    print(f"\nITL ms per window: " + "; ".join(f"{k} {[round(x * 1e3, 1) for x in v]}" for k, v in itls.items())
+          + f"; {counts['dropped']} streams dropped, {counts['idle']} idle connections held")
+    assert set(counts) == {"dropped", "idle"}, counts
+    assert counts["dropped"] >= 100, counts
+    for status, body in slow_answers:
+        assert status == 408 and is_error_body(body), (status, body[:300])
+    assert len(itls["unloaded"]) >= PAIRS // 2 and len(itls["loaded"]) >= PAIRS // 2, itls
+    assert median(itls["loaded"]) <= 2 * median(itls["unloaded"]), itls
+
+    # up to the limit and over it: the extra connections are refused at once, the server keeps going
+    idle = await open_idle("127.0.0.1", port, IDLE)
+    try:
+        verdicts = await asyncio.gather(*(refused_at_once("127.0.0.1", port) for _ in range(OVER)))
+    finally:
+        for writer in idle:
+            writer.close()
+    assert False not in verdicts and verdicts.count(True) >= OVER - (MAX_CONNECTIONS - IDLE), verdicts
+    await asyncio.sleep(0.5)
+    async with aiohttp.ClientSession(url) as http:
+        assert await healthy(http) is None
+        after = await settled(http)
+    assert after["gateway_kv_cache_free_blocks"] == after["gateway_kv_cache_total_blocks"], "KV blocks leaked"
+    assert after["gateway_num_requests_inflight"] == 0
+    assert after["gateway_engine_restarts"] == before["gateway_engine_restarts"]
+    assert "Traceback" not in abuse_server.output, abuse_server.output[-3000:]
