@@ -3,7 +3,8 @@
 aiohttp answers what never reaches a handler (a URL or header over its limits, too many
 headers, a malformed request line) with a plain-text 400 from its protocol class; the
 subclasses here render those as JSON with the status the fault deserves (414, 431, 400),
-refuse connections over `--max-connections` with a 503, and `serve` runs the app until
+refuse connections over `--max-connections` with a 503, close connections that send no request
+within `idle_timeout_s` (so idle ones cannot hold that limit), and `serve` runs the app until
 SIGINT/SIGTERM, then drains: new requests get a 503 while the ones in flight finish.
 """
 
@@ -33,10 +34,14 @@ class HttpLimits:
     max_headers: int = 128  # more is a 431
     max_connections: int | None = None  # open connections; more are answered 503 and closed
     lingering_s: float = 2.0  # after an early error answer, how long the rest of an unread body is drained
+    # a connection with no complete request head for this long (idle, or a header sent a byte at a time) is
+    # closed, so idle clients cannot hold the connection limit (aiohttp's own default is an hour)
+    idle_timeout_s: float = 60.0
 
     def handler_kwargs(self) -> dict:
         return {"max_line_size": self.max_url_bytes, "max_field_size": self.max_header_bytes,
-                "max_headers": self.max_headers, "lingering_time": self.lingering_s}  # fmt: skip
+                "max_headers": self.max_headers, "lingering_time": self.lingering_s,
+                "keepalive_timeout": self.idle_timeout_s}  # fmt: skip
 
 
 def protocol_error(exc: BaseException | None, status: int, limits: HttpLimits) -> ApiError:

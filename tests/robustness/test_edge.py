@@ -37,14 +37,15 @@ def tokenizer(tmp_path_factory):
 
 @pytest.fixture
 async def url(tokenizer):
-    """A gateway on the fake engine behind GatewayRunner: 2 s body timeout, at most 8 connections."""
+    """A gateway on the fake engine behind GatewayRunner: 2 s body timeout, at most 8 connections, idle ones
+    closed after 1.5 s."""
     fake = FakeLLM(tokenizer)
 
     async def start_pool() -> EnginePool:
         return EnginePool([fake], None, max_queued=64)
 
     app = create_app(GatewaySettings(body_read_timeout_s=2.0), start_pool)
-    runner = GatewayRunner(app, HttpLimits(max_connections=8), shutdown_timeout=1.0)
+    runner = GatewayRunner(app, HttpLimits(max_connections=8, idle_timeout_s=1.5), shutdown_timeout=1.0)
     await runner.setup()
     port = free_port()
     site = aiohttp.web.TCPSite(runner, "127.0.0.1", port)
@@ -205,6 +206,25 @@ async def test_connections_over_the_limit_are_503_and_others_still_served(url):
         for _, writer in idle:
             writer.close()
     await asyncio.sleep(0.2)
+    await good_after(url)
+
+
+async def test_idle_connections_are_closed_and_free_the_limit(url):
+    """Found by the protocol-abuse test: aiohttp keeps a connection that never sends a request for an hour,
+    so idle clients (or headers sent a byte at a time) could hold --max-connections and lock everyone out."""
+    host, port = url.removeprefix("http://").split(":")
+    idle = [await asyncio.open_connection(host, int(port)) for _ in range(8)]
+    try:
+        for _, writer in idle[::2]:  # half a request head, then a byte now and then
+            writer.write(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+        await asyncio.sleep(1.0)
+        for _, writer in idle[::2]:
+            writer.write(b"a")
+        for reader, _ in idle:
+            assert await asyncio.wait_for(reader.read(), 5) == b""  # closed by the server
+    finally:
+        for _, writer in idle:
+            writer.close()
     await good_after(url)
 
 
