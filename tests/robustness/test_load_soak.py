@@ -73,6 +73,22 @@ async def one(http: aiohttp.ClientSession, kind: str, rng: random.Random, seen: 
     return None
 
 
+def check_counters(routes_before: dict, routes_after: dict, before: dict, after: dict, seen: collections.Counter) -> None:
+    """/metrics agrees with what the clients saw: requests by route and status, generated tokens."""
+    answered = {key: n - routes_before.get(key, 0) for key, n in routes_after.items() if n > routes_before.get(key, 0)}
+    # A dropped stream is counted as a 500 today: gateway/metrics.py's middleware records the handler's
+    # CancelledError as one (it should be a 499, client closed request; reported, outside this test's reach).
+    dropped = {key: n for key, n in answered.items() if key[1] != "200"}
+    assert set(dropped) <= {("/v1/chat/completions", "499"), ("/v1/chat/completions", "500")}, answered
+    assert sum(dropped.values()) <= seen["disconnects"], (answered, seen["disconnects"])
+    for path in ("/v1/chat/completions", "/v1/completions"):
+        served = answered.get((path, "200"), 0)
+        extra = seen["disconnects"] if path == "/v1/chat/completions" else 0
+        assert seen[path] <= served <= seen[path] + extra, (path, served, seen[path])
+    generated = after["gateway_generation_tokens_total"] - before["gateway_generation_tokens_total"]
+    assert seen["completion_tokens"] <= generated <= seen["completion_tokens"] + 64 * seen["disconnects"]
+
+
 async def watch_rss(pids: dict[str, int], warm_at: float, deadline: float, samples: dict[str, dict]) -> None:
     """RSS (MB) of each process: at start, at `warm_at`, and printed once a minute until `deadline`."""
     samples["start"] = {name: rss_mb(pid) for name, pid in pids.items()}
@@ -123,18 +139,7 @@ async def test_soak_mixed_streams(robust_server, soak_seconds):
     assert not errors, "\n".join(errors)
     assert after["gateway_num_requests_inflight"] == 0
     assert after["gateway_kv_cache_free_blocks"] == after["gateway_kv_cache_total_blocks"], "KV blocks leaked"
-    answered = {key: n - routes_before.get(key, 0) for key, n in routes_after.items() if n > routes_before.get(key, 0)}
-    # A dropped stream is counted as a 500 today: gateway/metrics.py's middleware records the handler's
-    # CancelledError as one (it should be a 499, client closed request; reported, outside this test's reach).
-    dropped = {key: n for key, n in answered.items() if key[1] != "200"}
-    assert set(dropped) <= {("/v1/chat/completions", "499"), ("/v1/chat/completions", "500")}, answered
-    assert sum(dropped.values()) <= seen["disconnects"], (answered, seen["disconnects"])
-    for path in ("/v1/chat/completions", "/v1/completions"):
-        served = answered.get((path, "200"), 0)
-        extra = seen["disconnects"] if path == "/v1/chat/completions" else 0
-        assert seen[path] <= served <= seen[path] + extra, (path, served, seen[path])
-    generated = after["gateway_generation_tokens_total"] - before["gateway_generation_tokens_total"]
-    assert seen["completion_tokens"] <= generated <= seen["completion_tokens"] + 64 * seen["disconnects"]
+    check_counters(routes_before, routes_after, before, after, seen)
     assert after["gateway_engine_restarts"] == before["gateway_engine_restarts"]
     factor, slack = RSS_GROWTH
     for name in pids:
