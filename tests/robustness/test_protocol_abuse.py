@@ -29,6 +29,7 @@ DROPPERS = 8  # concurrent clients that start a stream and drop it
 OVER = 48  # extra connections at the end: about 20 fill the limit, the rest must be refused
 PAIRS = 6  # unloaded and loaded windows, alternating while the probe streams
 WINDOW_S = 2.0
+NOISE = 3.0  # unloaded windows further apart than this factor: the machine is too busy to judge 2x
 SETTLE_S = 0.4  # left out at the start of each window: the load coming on or going off
 ARGS = ("--max-model-len", "512", "--num-kv-blocks", "128", "--max-num-seqs", "16", "--embedding-model", "none",
         "--served-model-name", "tiny", "--max-connections", str(MAX_CONNECTIONS), "--body-read-timeout", "2")  # fmt: skip
@@ -234,9 +235,10 @@ async def test_abuse_leaves_the_stream_latency_within_2x_and_the_server_whole(ab
     assert after["gateway_num_requests_inflight"] == 0
     assert after["gateway_engine_restarts"] == before["gateway_engine_restarts"]
     assert "Traceback" not in abuse_server.output, abuse_server.output[-3000:]
-    # the verdict on latency needs a baseline: on a machine so busy that the probe saw too few events
-    # the checks above still held, but the 2x rule cannot be judged
+    # the verdict on latency needs a steady baseline: on a machine so busy that the probe saw too few
+    # events, or its unloaded windows differ by more than NOISE (other work starving the server), the
+    # checks above still held but the 2x rule cannot be judged
     measured = min(len(itls["unloaded"]), len(itls["loaded"]))
-    if measured < PAIRS // 2:
+    if measured < PAIRS // 2 or max(itls["unloaded"]) > NOISE * min(itls["unloaded"]):
         pytest.skip(f"the machine is too busy to time the probe stream: {measured} of {PAIRS} windows measured, {itls}")
     assert median(itls["loaded"]) <= 2 * median(itls["unloaded"]), itls
