@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 from aiohttp import web
@@ -99,6 +100,9 @@ def metrics_middleware(metrics: GatewayMetrics):
             response = await handler(request)
             status = response.status
             return response
+        except (asyncio.CancelledError, ConnectionResetError):
+            status = 499  # the client closed the request (nginx's code): not a server error
+            raise
         finally:
             metrics.requests.labels(name, str(status)).inc()
 

@@ -249,3 +249,35 @@ async def test_a_request_larger_than_the_whole_queue_is_400_not_429(url):
     status, raw = await request(url, "POST", "/v1/completions", json={"prompt": ["a"] * 8, "max_tokens": 1, "n": 9})
     check_error(status, raw, 400, "n")
     await good_after(url)
+
+
+async def test_a_stream_the_client_drops_is_counted_as_499_not_500(tokenizer):
+    """Found by the soak's /metrics check: the runner cancels the handler of a dropped stream, and the
+    metrics middleware counted that as a 500; it is a 499 (client closed request)."""
+    fake = FakeLLM(tokenizer, step_delay_s=0.2)
+
+    async def start_pool() -> EnginePool:
+        return EnginePool([fake], None, max_queued=64)
+
+    runner = GatewayRunner(create_app(GatewaySettings(), start_pool), HttpLimits(), shutdown_timeout=1.0)
+    await runner.setup()
+    port = free_port()
+    await aiohttp.web.TCPSite(runner, "127.0.0.1", port).start()
+    try:
+        async with aiohttp.ClientSession(f"http://127.0.0.1:{port}") as http:
+            resp = await http.post(CHAT, json={**GOOD, "max_tokens": 50, "stream": True})
+            await resp.content.readuntil(b"\n\n")
+            resp.close()
+            counted = {}
+            for _ in range(50):
+                await asyncio.sleep(0.1)
+                async with http.get("/metrics") as m:
+                    text = await m.text()
+                counted = {status: line for status in ("499", "500") for line in text.splitlines()
+                           if line.startswith("gateway_requests_total") and f'status="{status}"' in line}  # fmt: skip
+                if counted:
+                    break
+            assert set(counted) == {"499"}, counted
+            assert fake.num_free_blocks == fake.num_total_blocks
+    finally:
+        await runner.cleanup()
