@@ -102,7 +102,7 @@ def _settings(args: argparse.Namespace) -> tuple[GatewaySettings, TlsSettings]:
     if args.data_parallel_size < 1:
         raise ValueError("--data-parallel-size must be >= 1")
     for flag in ("max_connections", "body_read_timeout", "request_timeout", "max_url_bytes", "max_header_bytes",
-                 "max_headers", "engine_heartbeat_timeout"):  # fmt: skip
+                 "max_headers", "engine_heartbeat_timeout", "idle_connection_timeout"):  # fmt: skip
         value = getattr(args, flag)
         if value is not None and value <= 0:
             raise ValueError(f"--{flag.replace('_', '-')} must be > 0")
@@ -144,7 +144,8 @@ def serve(args: argparse.Namespace) -> int:
     start_pool, start_embedder = _starters(args, config, embedding_config)
     app = create_app(settings, start_pool, start_embedder=start_embedder, on_ready=on_ready)
     limits = HttpLimits(max_url_bytes=args.max_url_bytes, max_header_bytes=args.max_header_bytes,
-                        max_headers=args.max_headers, max_connections=args.max_connections)  # fmt: skip
+                        max_headers=args.max_headers, max_connections=args.max_connections,
+                        idle_timeout_s=args.idle_connection_timeout)  # fmt: skip
     try:
         asyncio.run(http_server.serve(app, host=args.host, port=args.port, ssl_context=ssl_context, limits=limits,
                                       shutdown_timeout=args.shutdown_timeout))  # fmt: skip

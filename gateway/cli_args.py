@@ -32,6 +32,8 @@ def _server_flags(serve: argparse.ArgumentParser) -> None:
                        help="seconds SIGINT/SIGTERM waits for in-flight requests (new ones get a 503) before stopping")
     group.add_argument("--max-connections", type=int, default=None,
                        help="open client connections; more are answered 503 and closed (default: no limit)")
+    group.add_argument("--idle-connection-timeout", type=float, default=60.0,
+                       help="seconds a connection may go without a complete request head before it is closed")
     group.add_argument("--body-read-timeout", type=float, default=30.0,
                        help="seconds a request body may take to arrive before a 408")
     group.add_argument("--request-timeout", type=float, default=None,

@@ -12,7 +12,7 @@ NEW_FLAGS = ("--api-key KEY", "--api-key-file", "--protect-metrics", "--ssl-keyf
              "--embedding-num-threads", "--embedding-max-batch-tokens", "--tool-parser NAME|auto|none",
              "--reasoning-parser NAME|auto|none", "--enforce-eager", "--gpu-memory-utilization",
              "--speculative {ngram,draft,tli}", "--draft-model PATH",
-             "--num-speculative-tokens K|auto")  # fmt: skip
+             "--num-speculative-tokens K|auto", "--idle-connection-timeout")  # fmt: skip
 
 
 def _serve_help() -> str:
@@ -48,6 +48,7 @@ def test_defaults():
     (["--tool-parser", "auto", "--embedding-max-batch-tokens", "0"], "max_batch_tokens"),
     (["--num-speculative-tokens", "0", "--speculative", "ngram"], "num_speculative_tokens must be in [1, 64]"),
     (["--draft-model", "/x"], "draft_model needs speculative 'draft' or 'tli'"),
+    (["--idle-connection-timeout", "0"], "--idle-connection-timeout must be > 0"),
 ])  # fmt: skip
 def test_bad_flags_exit_2_before_loading(argv, message, capsys):
     assert cli.main(["serve", *argv]) == 2
