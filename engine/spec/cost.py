@@ -12,7 +12,7 @@ import time
 
 from engine.kv_cache import KVCacheManager
 from engine.scheduler import NewRequestData, SchedulerOutput
-from engine.spec.policy import StepCost
+from engine.spec.policy import MAX_AUTO_TOKENS, StepCost
 from schemas.engine import SamplingParams
 
 log = logging.getLogger(__name__)
@@ -35,14 +35,23 @@ def _run_once(runner, kv: KVCacheManager, num_tokens: int, vocab_size: int) -> f
     return elapsed
 
 
-def measure_step_cost(runner, kv: KVCacheManager, vocab_size: int, max_tokens: int, repeats: int = 3) -> StepCost:
-    """The fastest of `repeats` runs at 1, 2, 4, ... tokens up to max_tokens (fewer if the pool is short).
-    The sizes take turns, so a burst of load from other processes does not land on one size only."""
-    sizes = []
-    n = 1
-    while n <= max_tokens and n <= kv.num_blocks * kv.block_size:
-        sizes.append(n)
+def step_sizes(max_tokens: int, dense: int) -> list[int]:
+    """Every size up to `dense` (where the C linears change kernels with the row count, so
+    costs are not linear there), then powers of two up to max_tokens."""
+    sizes = list(range(1, min(dense, max_tokens) + 1))
+    n = 16
+    while n <= max_tokens:
+        if n > dense:
+            sizes.append(n)
         n *= 2
+    return sizes
+
+
+def measure_step_cost(runner, kv: KVCacheManager, vocab_size: int, max_tokens: int, repeats: int = 3,
+                      dense: int = MAX_AUTO_TOKENS + 1) -> StepCost:  # fmt: skip
+    """The fastest of `repeats` runs at each of `step_sizes` (those the pool has room for).
+    The sizes take turns, so a burst of load from other processes does not land on one size only."""
+    sizes = [n for n in step_sizes(max_tokens, dense) if n <= kv.num_blocks * kv.block_size]
     _run_once(runner, kv, 1, vocab_size)  # warm-up
     seconds = [float("inf")] * len(sizes)
     for _ in range(repeats):
