@@ -19,6 +19,8 @@ MAX_AUTO_TOKENS = 8  # the most drafts per request per step under dynamic specul
 DECAY = 0.7  # weight of a request's older verify rounds after each new one
 PRIOR_WEIGHT = 2.0  # rounds' worth of the global acceptance a new request starts from
 LOOKAHEAD = MAX_AUTO_TOKENS  # drafts handed out past the best point before giving up
+OBSERVED_WEIGHT = 0.2  # weight of each newly observed step in its size's average
+CLAMP = 3.0  # an observed step counts as at most this factor off the current estimate
 MARGIN = 1.03  # predicted tokens/s over plain decoding that speculation must beat (the model's error)
 
 
@@ -42,13 +44,44 @@ class StepCost:
         return max(y0 + (y1 - y0) * (num_tokens - x0) / (x1 - x0), 0.0)
 
 
+class ObservedCost:
+    """The start-up `StepCost` corrected by the steps the engine actually ran: an average of
+    the observed seconds per step size, and sizes not seen yet scaled as the nearest seen
+    one below (else above) was. Load from other processes, and what the start-up timing
+    leaves out (host work per request, longer contexts), shift the costs after start-up."""
+
+    def __init__(self, base: StepCost) -> None:
+        self.base = base
+        self.observed: dict[int, float] = {}
+        self._sizes: list[int] = []  # the observed sizes, sorted
+
+    def record(self, num_tokens: int, seconds: float) -> None:
+        if num_tokens <= 0:
+            return
+        old = self(num_tokens)
+        seconds = min(max(seconds, old / CLAMP), old * CLAMP)  # a stall or an idle gap moves it a little only
+        if num_tokens not in self.observed:
+            bisect.insort(self._sizes, num_tokens)
+        self.observed[num_tokens] = old + OBSERVED_WEIGHT * (seconds - old)
+
+    def __call__(self, num_tokens: int) -> float:
+        if num_tokens in self.observed:
+            return self.observed[num_tokens]
+        base = self.base(num_tokens)
+        if not self._sizes or num_tokens <= 0:
+            return base
+        i = bisect.bisect_left(self._sizes, num_tokens)
+        near = self._sizes[i - 1] if i > 0 else self._sizes[0]
+        return base * self.observed[near] / self.base(near)
+
+
 class SpecPolicy:
     """Owned by the Speculator: keeps acceptance statistics and picks k per request."""
 
     def __init__(self, fixed: int | None, target_cost: StepCost | None = None, draft_cost: StepCost | None = None) -> None:
         self.fixed = fixed
         self.max_tokens = fixed if fixed is not None else MAX_AUTO_TOKENS
-        self.target_cost = target_cost
+        self.target_cost = ObservedCost(target_cost) if target_cost is not None else None
         self.draft_cost = draft_cost
         self.accepted = 1.0  # global decayed counts: the prior of new requests (starts at 0.5)
         self.rejected = 1.0
@@ -60,6 +93,11 @@ class SpecPolicy:
         request.spec_rejected = request.spec_rejected * DECAY + rejected
         self.accepted = self.accepted * 0.99 + num_accepted
         self.rejected = self.rejected * 0.99 + rejected
+
+    def record_step(self, num_tokens: int, seconds: float) -> None:
+        """Called with each target step's size and wall time (from the end of one proposal to the next)."""
+        if self.target_cost is not None:
+            self.target_cost.record(num_tokens, seconds)
 
     def acceptance(self, request) -> float:
         """Per-draft acceptance probability (geometric model), the global rate standing in for missing rounds."""
