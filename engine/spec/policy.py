@@ -19,7 +19,7 @@ MAX_AUTO_TOKENS = 8  # the most drafts per request per step under dynamic specul
 DECAY = 0.7  # weight of a request's older verify rounds after each new one
 PRIOR_WEIGHT = 2.0  # rounds' worth of the global acceptance a new request starts from
 LOOKAHEAD = MAX_AUTO_TOKENS  # drafts handed out past the best point before giving up
-OBSERVED_WEIGHT = 0.2  # weight of each newly observed step in its size's average
+OBSERVED_WEIGHT = 0.2  # weight of a newly observed faster step in its size's average (a slower one: a quarter)
 CLAMP = 3.0  # an observed step counts as at most this factor off the current estimate
 MARGIN = 1.03  # predicted tokens/s over plain decoding that speculation must beat (the model's error)
 
@@ -62,7 +62,9 @@ class ObservedCost:
         seconds = min(max(seconds, old / CLAMP), old * CLAMP)  # a stall or an idle gap moves it a little only
         if num_tokens not in self.observed:
             bisect.insort(self._sizes, num_tokens)
-        self.observed[num_tokens] = old + OBSERVED_WEIGHT * (seconds - old)
+        # Rises slowly, falls fast: a stall from other processes is one sample, a real cost many.
+        weight = OBSERVED_WEIGHT if seconds < old else OBSERVED_WEIGHT / 4
+        self.observed[num_tokens] = old + weight * (seconds - old)
 
     def __call__(self, num_tokens: int) -> float:
         if num_tokens in self.observed:

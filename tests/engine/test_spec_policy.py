@@ -97,19 +97,22 @@ def test_observed_steps_correct_the_start_up_costs():
     from engine.spec.policy import ObservedCost
 
     cost = ObservedCost(StepCost([1, 2, 4], [0.010, 0.012, 0.016]))
-    for _ in range(30):
-        cost.record(1, 0.020)  # the machine got twice as slow
+    for _ in range(200):
+        cost.record(1, 0.020)  # the machine got twice as slow (a rise is learnt slowly)
     assert abs(cost(1) - 0.020) < 1e-4
     assert abs(cost(4) - 0.032) < 1e-3  # not seen: scaled as the nearest seen size below
     cost.record(1, 10.0)  # one stall moves the estimate by a bounded step
-    assert cost(1) < 0.04
+    assert cost(1) < 0.03
+    for _ in range(20):
+        cost.record(1, 0.010)  # a fall is learnt fast
+    assert cost(1) < 0.011
 
 
 def test_drafting_steps_observed_to_cost_more_stop_the_drafts():
     policy = SpecPolicy(None, FLAT)
     good = _request(20.0, 0.5)
     assert policy.choose([good], [8], 0) == [8]
-    for _ in range(40):
+    for _ in range(200):
         policy.record_step(1, 0.010)
         for n in range(2, 10):
             policy.record_step(n, 0.010 * n)  # in fact every token costs a full step
