@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import time
 
@@ -83,7 +84,8 @@ def run(llm: LLM, prompts: list[list[int]], output_len: int) -> dict:
 
 
 def build(args, proposer: str | None) -> LLM:
-    kw = dict(max_model_len=args.max_model_len, max_num_seqs=max(args.streams), max_num_batched_tokens=2048)
+    kw = dict(max_model_len=args.max_model_len, max_num_seqs=max(args.streams), max_num_batched_tokens=2048,
+              num_threads=args.threads)  # fmt: skip
     if proposer is not None:
         method, _, k = proposer.partition(":")
         kw.update(speculative=method, num_speculative_tokens=int(k) if k else None)
@@ -99,7 +101,8 @@ def step_costs(llm: LLM) -> str:
     text = f"target forward of 1 token {spec.policy.target_cost(1) * 1e3:.1f} ms"
     if spec.policy.draft_cost is not None:
         text += f", draft {spec.policy.draft_cost(1) * 1e3:.1f} ms ({spec.policy.draft_cost(1) / spec.policy.target_cost(1):.2f}x)"
-    return text
+    cost = spec.policy.target_cost.base  # as measured at start-up
+    return text + "; target step by tokens: " + " ".join(f"{n}: {s / cost.seconds[0]:.2f}x" for n, s in zip(cost.sizes, cost.seconds) if n <= 16)
 
 
 def main() -> None:
@@ -112,6 +115,8 @@ def main() -> None:
     ap.add_argument("--output-len", type=int, default=128)
     ap.add_argument("--max-model-len", type=int, default=1024)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=None,
+                    help="engine threads (default: all usable cores); 1 keeps OpenMP barriers out of a shared machine's figures")
     ap.add_argument("--repeats", type=int, default=2, help="runs per point and engine, taking turns; the best is kept")
     args = ap.parse_args()
 
@@ -137,12 +142,13 @@ def main() -> None:
                 rows.append((proposer or "off", w, n, r, r["tok_s"] / ref["tok_s"]))
                 print(f"{proposer or 'off':9s} {w} n={n:3d} {r['tok_s']:7.1f} tok/s  ITL {r['itl'] * 1e3:6.1f} ms  "
                       f"acc {r['rate']:.2f}  len {r['length']:.2f}  {r['tok_s'] / ref['tok_s']:.2f}x"
-                      f"{'' if same else '  OUTPUT DIFFERS'}", flush=True)  # fmt: skip
+                      f"  load {os.getloadavg()[0]:.1f}{'' if same else '  OUTPUT DIFFERS'}", flush=True)  # fmt: skip
     print_table(rows, args)
 
 
 def print_table(rows, args) -> None:
-    print(f"\nGreedy, {args.output_len} output tokens per stream; (a) extraction (~500-token JSON prompt), (b) free chat")
+    print(f"\nGreedy, {args.output_len} output tokens per stream; (a) extraction (~500-token JSON prompt), (b) free chat; "
+          f"load average at the end {os.getloadavg()[0]:.1f}")
     print("| proposer | workload | streams | tok/s | ITL ms | TPOT ms | acceptance | tokens/round | vs off |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
     for proposer, w, n, r, ratio in rows:

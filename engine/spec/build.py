@@ -16,6 +16,7 @@ from engine.spec.policy import MAX_AUTO_TOKENS, SpecPolicy
 from engine.spec.speculator import Speculator
 
 log = logging.getLogger(__name__)
+COST_CONTEXT = 512  # tokens before the ones a start-up cost step times (a typical request's length)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,8 +75,9 @@ def build_speculator(config, target: TargetFacts) -> Speculator:
     target_cost = draft_cost = None
     if fixed is None:
         limit = min((MAX_AUTO_TOKENS + 1) * config.max_num_seqs, config.max_num_batched_tokens, 256)
-        target_cost = measure_step_cost(target.runner, target.kv, target.vocab_size, limit)
+        context = min(COST_CONTEXT, target.max_model_len // 2)
+        target_cost = measure_step_cost(target.runner, target.kv, target.vocab_size, limit, context)
         if draft is not None:
-            draft_cost = measure_step_cost(draft.runner, draft.kv, draft.vocab_size, min(config.max_num_seqs, 64))
+            draft_cost = measure_step_cost(draft.runner, draft.kv, draft.vocab_size, min(config.max_num_seqs, 64), context)
     policy = SpecPolicy(fixed, target_cost, draft_cost)
     return Speculator(config.speculative, policy, target.max_model_len, draft, bridge)

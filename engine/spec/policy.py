@@ -5,7 +5,8 @@ probability a (its recent acceptance, decayed) yields 1 + a + a^2 + ... + a^k to
 drafts, while the step costs the target's forward over all the step's tokens plus, for a
 draft model, one draft forward per drafted depth; both costs are measured at start-up
 (`StepCost`). Drafts are handed out one at a time to the request with the largest expected
-gain while tokens per second still rise, so a compute-bound batch gets none (k = 0).
+gain, and the point with the most expected tokens per second wins; unless it beats plain
+decoding by a margin (the model's error), k = 0, so a compute-bound batch gets none.
 """
 
 from __future__ import annotations
@@ -17,6 +18,10 @@ from dataclasses import dataclass
 MAX_AUTO_TOKENS = 8  # the most drafts per request per step under dynamic speculation
 DECAY = 0.7  # weight of a request's older verify rounds after each new one
 PRIOR_WEIGHT = 2.0  # rounds' worth of the global acceptance a new request starts from
+LOOKAHEAD = MAX_AUTO_TOKENS  # drafts handed out past the best point before giving up
+OBSERVED_WEIGHT = 0.2  # weight of a newly observed faster step in its size's average (a slower one: a quarter)
+CLAMP = 3.0  # an observed step counts as at most this factor off the current estimate
+MARGIN = 1.03  # predicted tokens/s over plain decoding that speculation must beat (the model's error)
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,13 +44,46 @@ class StepCost:
         return max(y0 + (y1 - y0) * (num_tokens - x0) / (x1 - x0), 0.0)
 
 
+class ObservedCost:
+    """The start-up `StepCost` corrected by the steps the engine actually ran: an average of
+    the observed seconds per step size, and sizes not seen yet scaled as the nearest seen
+    one below (else above) was. Load from other processes, and what the start-up timing
+    leaves out (host work per request, longer contexts), shift the costs after start-up."""
+
+    def __init__(self, base: StepCost) -> None:
+        self.base = base
+        self.observed: dict[int, float] = {}
+        self._sizes: list[int] = []  # the observed sizes, sorted
+
+    def record(self, num_tokens: int, seconds: float) -> None:
+        if num_tokens <= 0:
+            return
+        old = self(num_tokens)
+        seconds = min(max(seconds, old / CLAMP), old * CLAMP)  # a stall or an idle gap moves it a little only
+        if num_tokens not in self.observed:
+            bisect.insort(self._sizes, num_tokens)
+        # Rises slowly, falls fast: a stall from other processes is one sample, a real cost many.
+        weight = OBSERVED_WEIGHT if seconds < old else OBSERVED_WEIGHT / 4
+        self.observed[num_tokens] = old + weight * (seconds - old)
+
+    def __call__(self, num_tokens: int) -> float:
+        if num_tokens in self.observed:
+            return self.observed[num_tokens]
+        base = self.base(num_tokens)
+        if not self._sizes or num_tokens <= 0:
+            return base
+        i = bisect.bisect_left(self._sizes, num_tokens)
+        near = self._sizes[i - 1] if i > 0 else self._sizes[0]
+        return base * self.observed[near] / self.base(near)
+
+
 class SpecPolicy:
     """Owned by the Speculator: keeps acceptance statistics and picks k per request."""
 
     def __init__(self, fixed: int | None, target_cost: StepCost | None = None, draft_cost: StepCost | None = None) -> None:
         self.fixed = fixed
         self.max_tokens = fixed if fixed is not None else MAX_AUTO_TOKENS
-        self.target_cost = target_cost
+        self.target_cost = ObservedCost(target_cost) if target_cost is not None else None
         self.draft_cost = draft_cost
         self.accepted = 1.0  # global decayed counts: the prior of new requests (starts at 0.5)
         self.rejected = 1.0
@@ -58,6 +96,11 @@ class SpecPolicy:
         self.accepted = self.accepted * 0.99 + num_accepted
         self.rejected = self.rejected * 0.99 + rejected
 
+    def record_step(self, num_tokens: int, seconds: float) -> None:
+        """Called with each target step's size and wall time (from the end of one proposal to the next)."""
+        if self.target_cost is not None:
+            self.target_cost.record(num_tokens, seconds)
+
     def acceptance(self, request) -> float:
         """Per-draft acceptance probability (geometric model), the global rate standing in for missing rounds."""
         prior = self.accepted / (self.accepted + self.rejected)
@@ -65,29 +108,42 @@ class SpecPolicy:
         return min(accepted / (accepted + request.spec_rejected + PRIOR_WEIGHT * (1 - prior)), 0.99)
 
     def choose(self, requests: list, caps: list[int], num_other_tokens: int) -> list[int]:
-        """k per request (k <= caps[i]); `num_other_tokens` more tokens (prefill chunks) share the step."""
+        """k per request (k <= caps[i]); `num_other_tokens` more tokens (prefill chunks) share the step.
+
+        Drafts are handed out in order of expected gain, past a draft that does not pay
+        (LOOKAHEAD more): the measured cost is not convex (the C linears switch kernels
+        above a few rows), so a run of drafts can pay where its first one does not. The
+        best point seen wins if it beats plain decoding by MARGIN, else every k is 0.
+        """
         caps = [min(c, self.max_tokens) for c in caps]
-        if self.fixed is not None or self.target_cost is None:
+        if self.fixed is not None or self.target_cost is None or not any(caps):
             return caps
         alphas = [self.acceptance(r) for r in requests]
-        ks = [0] * len(requests)
         depths: list[int] = []  # depths[j]: requests drafting at least j + 1 tokens
+        ks = [0] * len(requests)
         num_tokens = num_other_tokens + len(requests)
         expected = float(len(requests))
-        cost = self._cost(num_tokens, depths)
+        plain_rate = expected / self._cost(num_tokens, depths)
+        best_rate, best_len, order = plain_rate * MARGIN, 0, []
         heap = [(-a, i) for i, a in enumerate(alphas) if caps[i] > 0]
         heapq.heapify(heap)
-        while heap:
+        while heap and len(order) - best_len <= LOOKAHEAD:
             neg_gain, i = heapq.heappop(heap)
             depth = ks[i]
-            new_depths = depths + [1] if depth == len(depths) else depths[:depth] + [depths[depth] + 1] + depths[depth + 1 :]
-            new_cost = self._cost(num_tokens + 1, new_depths)
-            if (expected - neg_gain) * cost <= expected * new_cost:
-                break
-            ks[i], depths, num_tokens, expected, cost = depth + 1, new_depths, num_tokens + 1, expected - neg_gain, new_cost
+            if depth == len(depths):
+                depths.append(0)
+            depths[depth] += 1
+            ks[i], num_tokens, expected = depth + 1, num_tokens + 1, expected - neg_gain
+            order.append(i)
+            rate = expected / self._cost(num_tokens, depths)
+            if rate > best_rate:
+                best_rate, best_len = rate, len(order)
             if ks[i] < caps[i]:
                 heapq.heappush(heap, (neg_gain * alphas[i], i))
-        return ks
+        chosen = [0] * len(requests)
+        for i in order[:best_len]:
+            chosen[i] += 1
+        return chosen
 
     def _cost(self, num_tokens: int, depths: list[int]) -> float:
         draft = sum(self.draft_cost(n) for n in depths) if self.draft_cost is not None else 0.0

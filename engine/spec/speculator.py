@@ -8,6 +8,7 @@ scheduler verifies the proposals in the next step; the sampler keeps the accepte
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 
 from engine.request import Request
@@ -31,6 +32,7 @@ class Speculator:
         self.ngram = NgramProposer() if method == "ngram" else None
         self.draft = draft
         self.bridge = bridge
+        self._step: tuple[int, float] | None = None  # (tokens the next step runs, when proposing ended)
 
     def remove(self, request_ids: list[str]) -> None:
         for request_id in request_ids:
@@ -45,6 +47,9 @@ class Speculator:
     def propose(self, running: list[Request], num_other_tokens: int, allowed: Callable[[str, list[int]], int]) -> None:
         """Sets `spec_token_ids` of the decoding requests in `running`; `allowed(id, drafts)` is
         how many leading drafts the request's grammar accepts."""
+        if self._step is not None:
+            self.policy.record_step(self._step[0], time.perf_counter() - self._step[1])
+            self._step = None
         requests = [r for r in running if r.num_tokens - r.num_computed_tokens == 1]
         caps = [min(r.num_spec_allowed(self.max_model_len), self.policy.max_tokens) for r in requests]
         found: list[list[int]] = []
@@ -59,6 +64,8 @@ class Speculator:
             if ids:
                 ids = ids[: allowed(request.request_id, ids)]
             request.spec_token_ids = ids
+        if requests:
+            self._step = (num_other_tokens + sum(1 + len(r.spec_token_ids) for r in requests), time.perf_counter())
 
     def _draft(self, requests: list[Request], ks: list[int]) -> list[list[int]]:
         contexts, held, num_tokens = {}, {}, {}

@@ -61,3 +61,59 @@ def test_acceptance_decays_toward_recent_rounds():
     for _ in range(10):
         policy.observe(request, 4, 0)
     assert high > 0.8 > 0.5 > policy.acceptance(request)
+
+
+STEP = StepCost(list(range(1, 10)), [0.010, 0.020, 0.020, 0.020, 0.020, 0.020, 0.020, 0.020, 0.020])
+
+
+def test_drafts_that_pay_only_together_are_found():
+    # The first draft doubles the step, the next ones are free: one draft loses, four win.
+    policy = SpecPolicy(None, STEP)
+    assert policy.choose([_request(20.0, 0.5)], [4], 0) == [4]
+    assert policy.choose([_request(20.0, 0.5)], [1], 0) == [0]
+
+
+def test_a_gain_within_the_margin_is_not_taken():
+    # One draft accepted with probability 0.02 at 1% more cost: a predicted 1% gain is noise.
+    cost = StepCost([1, 2], [0.0100, 0.0101])
+    policy = SpecPolicy(None, cost)
+    assert policy.choose([_request(0.0, 50.0)], [1], 0) == [0]
+    assert policy.choose([_request(50.0, 0.1)], [1], 0) == [1]
+
+
+def test_no_decoding_request_no_drafts():
+    assert SpecPolicy(None, FLAT).choose([], [], 5) == []
+    assert SpecPolicy(None, FLAT).choose([_request()], [0], 0) == [0]
+
+
+def test_step_sizes_are_dense_where_kernels_switch():
+    from engine.spec.cost import step_sizes
+
+    assert step_sizes(256, 9) == [1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 32, 64, 128, 256]
+    assert step_sizes(4, 9) == [1, 2, 3, 4]
+
+
+def test_observed_steps_correct_the_start_up_costs():
+    from engine.spec.policy import ObservedCost
+
+    cost = ObservedCost(StepCost([1, 2, 4], [0.010, 0.012, 0.016]))
+    for _ in range(200):
+        cost.record(1, 0.020)  # the machine got twice as slow (a rise is learnt slowly)
+    assert abs(cost(1) - 0.020) < 1e-4
+    assert abs(cost(4) - 0.032) < 1e-3  # not seen: scaled as the nearest seen size below
+    cost.record(1, 10.0)  # one stall moves the estimate by a bounded step
+    assert cost(1) < 0.03
+    for _ in range(20):
+        cost.record(1, 0.010)  # a fall is learnt fast
+    assert cost(1) < 0.011
+
+
+def test_drafting_steps_observed_to_cost_more_stop_the_drafts():
+    policy = SpecPolicy(None, FLAT)
+    good = _request(20.0, 0.5)
+    assert policy.choose([good], [8], 0) == [8]
+    for _ in range(200):
+        policy.record_step(1, 0.010)
+        for n in range(2, 10):
+            policy.record_step(n, 0.010 * n)  # in fact every token costs a full step
+    assert policy.choose([good], [8], 0) == [0]
