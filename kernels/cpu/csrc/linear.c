@@ -15,62 +15,84 @@
 #include "ops.h"
 #include "vec.h"
 
-#define SMALL_ROWS 4  /* up to this many rows, kernels read the packed bytes directly */
+#define SMALL_ROWS 6    /* rows per pass of the direct kernel (registers: 2 * SMALL_ROWS + 3) */
+#define DIRECT_ROWS 6   /* up to this many rows, kernels read the packed bytes directly */
 #define TILE_ROWS 6   /* rows per register-blocked tile on a dequantized panel */
 #define ROW_BLOCK (10 * TILE_ROWS) /* rows per tile (whole row tiles): their activations stay in L2 */
 
 #ifdef HAVE_AVX2
 
-/* Few rows of a quantized panel, straight from the packed bytes: R (1 or 2) rows. Every
- * weight is dequantized exactly as dequant_panel does and accumulated in one chain per row
- * and half-panel, in k order, as tile_rows does: a row's result does not depend on how many
- * rows share the call (batch invariance). */
+/* The scales (and int4 minimums) of one group of panel p, and where its bytes start. */
+typedef struct {
+    __m256 d0, d1, m0, m1;
+    const uint8_t *q;
+} group_view;
+
+static inline __attribute__((always_inline)) group_view view_group(const packed_linear *w, int64_t p, int64_t g) {
+    const int64_t k = w->k, at = (p * (k / GROUP) + g) * PANEL;
+    group_view v;
+    v.d0 = load_half8(w->scales + at), v.d1 = load_half8(w->scales + at + 8);
+    if (w->kind == W_INT4) {
+        v.m0 = load_half8(w->mins + at), v.m1 = load_half8(w->mins + at + 8);
+        v.q = (const uint8_t *)w->data + p * (k / 2) * PANEL + g * (GROUP / 2) * PANEL;
+    } else {
+        v.m0 = v.m1 = _mm256_setzero_ps();
+        v.q = (const uint8_t *)w->data + p * k * PANEL + g * GROUP * PANEL;
+    }
+    return v;
+}
+
+/* Step j of a group for R rows (xj: the rows' inputs at the step's first k): int4 steps cover
+ * two k (the low nibbles', then the high nibbles': only two weight vectors live at a time),
+ * int8 steps one. Every weight is dequantized exactly as dequant_panel does and added to its
+ * output's chain in k order, as tile_rows does. */
+static inline __attribute__((always_inline)) void
+direct_step(int kind, const group_view *v, int j, const float *xj, int64_t ldx, const int R, __m256 acc[][2]) {
+    if (kind == W_INT4) {
+        const __m128i low = _mm_set1_epi8(0x0F);
+        const __m128i b = _mm_loadu_si128((const __m128i *)(v->q + j * PANEL));
+        for (int half = 0; half < 2; half++) {
+            const __m128i q = half ? _mm_and_si128(_mm_srli_epi16(b, 4), low) : _mm_and_si128(b, low);
+            const __m256 w0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(q)), v->d0, v->m0);
+            const __m256 w1 = _mm256_fmadd_ps(
+                _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(q, q))), v->d1, v->m1);
+            for (int r = 0; r < R; r++) {
+                const __m256 xa = _mm256_broadcast_ss(xj + r * ldx + half);
+                acc[r][0] = _mm256_fmadd_ps(xa, w0, acc[r][0]);
+                acc[r][1] = _mm256_fmadd_ps(xa, w1, acc[r][1]);
+            }
+        }
+    } else {
+        const __m128i b = _mm_loadu_si128((const __m128i *)(v->q + j * PANEL));
+        const __m256 w0 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b)), v->d0);
+        const __m256 w1 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_unpackhi_epi64(b, b))), v->d1);
+        for (int r = 0; r < R; r++) {
+            const __m256 xa = _mm256_broadcast_ss(xj + r * ldx);
+            acc[r][0] = _mm256_fmadd_ps(xa, w0, acc[r][0]);
+            acc[r][1] = _mm256_fmadd_ps(xa, w1, acc[r][1]);
+        }
+    }
+}
+
+/* Groups [g0, g1) of panel p for R rows into acc, one chain per output in k order. */
+static inline __attribute__((always_inline)) void
+direct_groups(const packed_linear *w, int64_t p, const float *x, int64_t ldx, const int R, int64_t g0,
+              int64_t g1, __m256 acc[][2]) {
+    const int kind = w->kind, steps = kind == W_INT4 ? GROUP / 2 : GROUP, kstep = kind == W_INT4 ? 2 : 1;
+    for (int64_t g = g0; g < g1; g++) {
+        const group_view v = view_group(w, p, g);
+        for (int j = 0; j < steps; j++) direct_step(kind, &v, j, x + g * GROUP + kstep * j, ldx, R, acc);
+    }
+}
+
+/* Few rows of a quantized panel, straight from the packed bytes: R (1 to SMALL_ROWS) rows,
+ * each weight dequantized once for all of them. */
 static inline __attribute__((always_inline)) void
 direct_rows(const packed_linear *w, int64_t p, const float *x, int64_t ldx, const int R,
             float out[SMALL_ROWS][PANEL]) {
-    const __m128i low = _mm_set1_epi8(0x0F);
-    const int64_t k = w->k, ng = k / GROUP;
-    const uint16_t *sc = w->scales + p * ng * PANEL;
-    const uint16_t *mn = w->kind == W_INT4 ? w->mins + p * ng * PANEL : NULL;
     __m256 acc[SMALL_ROWS][2];
     for (int r = 0; r < R; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-    for (int64_t g = 0; g < ng; g++) {
-        const __m256 d0 = load_half8(sc + g * PANEL), d1 = load_half8(sc + g * PANEL + 8);
-        const float *xg = x + g * GROUP;
-        if (mn) {
-            const __m256 m0 = load_half8(mn + g * PANEL), m1 = load_half8(mn + g * PANEL + 8);
-            const uint8_t *qg = (const uint8_t *)w->data + p * (k / 2) * PANEL + g * (GROUP / 2) * PANEL;
-#pragma GCC unroll 2
-            for (int j = 0; j < GROUP / 2; j++) {
-                __m128i v = _mm_loadu_si128((const __m128i *)(qg + j * PANEL));
-                __m128i lo = _mm_and_si128(v, low), hi = _mm_and_si128(_mm_srli_epi16(v, 4), low);
-                __m256 w0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(lo)), d0, m0);
-                __m256 w1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(lo, lo))), d1, m1);
-                __m256 w2 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(hi)), d0, m0);
-                __m256 w3 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(hi, hi))), d1, m1);
-                for (int r = 0; r < R; r++) {
-                    __m256 xa = _mm256_broadcast_ss(xg + r * ldx + 2 * j), xb = _mm256_broadcast_ss(xg + r * ldx + 2 * j + 1);
-                    acc[r][0] = _mm256_fmadd_ps(xa, w0, acc[r][0]);
-                    acc[r][1] = _mm256_fmadd_ps(xa, w1, acc[r][1]);
-                    acc[r][0] = _mm256_fmadd_ps(xb, w2, acc[r][0]);
-                    acc[r][1] = _mm256_fmadd_ps(xb, w3, acc[r][1]);
-                }
-            }
-        } else {
-            const int8_t *qg = (const int8_t *)w->data + p * k * PANEL + g * GROUP * PANEL;
-#pragma GCC unroll 2
-            for (int j = 0; j < GROUP; j++) {
-                __m128i v = _mm_loadu_si128((const __m128i *)(qg + j * PANEL));
-                __m256 w0 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v)), d0);
-                __m256 w1 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_unpackhi_epi64(v, v))), d1);
-                for (int r = 0; r < R; r++) {
-                    __m256 xa = _mm256_broadcast_ss(xg + r * ldx + j);
-                    acc[r][0] = _mm256_fmadd_ps(xa, w0, acc[r][0]);
-                    acc[r][1] = _mm256_fmadd_ps(xa, w1, acc[r][1]);
-                }
-            }
-        }
-    }
+    direct_groups(w, p, x, ldx, R, 0, w->k / GROUP, acc);
     for (int r = 0; r < R; r++) {
         _mm256_storeu_ps(out[r], acc[r][0]);
         _mm256_storeu_ps(out[r] + 8, acc[r][1]);
@@ -99,8 +121,14 @@ tile_rows(const float *buf, int64_t k, const float *xp, const int R, float out[T
 
 static void direct_block(const packed_linear *w, int64_t p, const float *x, int64_t ldx, int R,
                          float out[SMALL_ROWS][PANEL]) {
-    if (R == 2) direct_rows(w, p, x, ldx, 2, out);
-    else direct_rows(w, p, x, ldx, 1, out);
+    switch (R) {
+    case 6: direct_rows(w, p, x, ldx, 6, out); break;
+    case 5: direct_rows(w, p, x, ldx, 5, out); break;
+    case 4: direct_rows(w, p, x, ldx, 4, out); break;
+    case 3: direct_rows(w, p, x, ldx, 3, out); break;
+    case 2: direct_rows(w, p, x, ldx, 2, out); break;
+    default: direct_rows(w, p, x, ldx, 1, out); break;
+    }
 }
 
 static void tile_block(const float *buf, int64_t k, const float *xp, int R, float out[TILE_ROWS][PANEL]) {
@@ -193,8 +221,8 @@ static void panel_block(const packed_linear *w, int64_t p, const float *x, int64
 #ifdef HAVE_AVX2
     if (xp == NULL) { /* direct */
         float tile[SMALL_ROWS][PANEL];
-        for (int64_t r0 = 0; r0 < rows; r0 += 2) { /* pairs of rows share each load */
-            const int R = (int)(rows - r0 < 2 ? rows - r0 : 2);
+        for (int64_t r0 = 0; r0 < rows; r0 += SMALL_ROWS) { /* up to SMALL_ROWS rows share each load */
+            const int R = (int)(rows - r0 < SMALL_ROWS ? rows - r0 : SMALL_ROWS);
             direct_block(w, p, x + r0 * ldx, ldx, R, tile);
             store_rows(w, p, tile, R, out + r0 * ldo, ldo, accumulate);
         }
@@ -231,7 +259,7 @@ void linear_packed(const packed_linear *w, const float *x, int64_t m, int64_t ld
     const int64_t np = (w->n + PANEL - 1) / PANEL;
     const int64_t nrb = (m + ROW_BLOCK - 1) / ROW_BLOCK, ntiles = nrb * np;
 #ifdef HAVE_AVX2
-    const int direct = m <= SMALL_ROWS && w->kind != W_F32; /* else tiles: x packed, panels dequantized */
+    const int direct = m <= DIRECT_ROWS && w->kind != W_F32; /* else tiles: x packed, panels dequantized */
 #else
     const int direct = 0;
 #endif
