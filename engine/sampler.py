@@ -75,9 +75,9 @@ def _process(logits: torch.Tensor, batch: SamplingBatch) -> torch.Tensor:
         apply_token_bitmask(logits, batch.token_bitmask)
     for row, ids in enumerate(batch.suppress_ids):
         if ids:
-            kept = logits[row, ids].clone()
+            kept = logits[row, ids] if batch.token_bitmask is not None else None  # indexing copies
             logits[row, ids] = float("-inf")
-            if batch.token_bitmask is not None and not bool(torch.isfinite(logits[row]).any()):
+            if kept is not None and not bool(torch.isfinite(logits[row]).any()):
                 logits[row, ids] = kept  # the grammar allows only stop tokens: it ends the output
     return logits
 
