@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -112,6 +113,17 @@ class ServerProcess:
             pass
 
 
+@contextlib.contextmanager
+def running_server(*args: str, **kwargs):
+    """A ServerProcess that is ready inside the block and stopped after it, however the block ends."""
+    proc = ServerProcess(*args, **kwargs)
+    try:
+        proc.wait_ready()
+        yield proc
+    finally:
+        proc.stop()
+
+
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory) -> Path:
     return make_tiny_model(tmp_path_factory.mktemp("e2e-tiny"), "llama")
@@ -125,11 +137,7 @@ def tiny_bert_dir(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def server(tiny_model_dir, tiny_bert_dir):
     """Two engine cores on the tiny random model and an encoder on a tiny BERT, shared by most e2e tests."""
-    proc = ServerProcess("--model", str(tiny_model_dir), "--data-parallel-size", "2", "--max-model-len", "512",
-                         "--served-model-name", "tiny", "--num-kv-blocks", "256", "--tool-parser", "hermes",
-                         "--embedding-model", str(tiny_bert_dir))
-    try:
-        proc.wait_ready()
+    with running_server("--model", str(tiny_model_dir), "--data-parallel-size", "2", "--max-model-len", "512",
+                        "--served-model-name", "tiny", "--num-kv-blocks", "256", "--tool-parser", "hermes",
+                        "--embedding-model", str(tiny_bert_dir)) as proc:
         yield proc
-    finally:
-        proc.stop()

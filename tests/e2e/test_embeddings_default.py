@@ -7,7 +7,7 @@ import openai
 import pytest
 
 from engine.embedding import DEFAULT_EMBEDDING_NAME, default_embedding_installed
-from tests.e2e.conftest import ServerProcess
+from tests.e2e.conftest import running_server
 
 pytestmark = [
     pytest.mark.embedding_model,
@@ -20,12 +20,8 @@ TEXTS = ["Hello world", "The quick brown fox jumps over the lazy dog.", "Serving
 
 @pytest.fixture(scope="module")
 def embedding_server(tiny_model_dir):
-    proc = ServerProcess("--model", str(tiny_model_dir), "--max-model-len", "512", "--served-model-name", "tiny")
-    try:
-        proc.wait_ready()
+    with running_server("--model", str(tiny_model_dir), "--max-model-len", "512", "--served-model-name", "tiny") as proc:
         yield proc
-    finally:
-        proc.stop()
 
 
 def test_on_by_default_and_equal_to_sentence_transformers(embedding_server):

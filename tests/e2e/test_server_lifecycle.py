@@ -9,7 +9,7 @@ import os
 import aiohttp
 import pytest
 
-from tests.e2e.conftest import ServerProcess
+from tests.e2e.conftest import ServerProcess, running_server
 
 CHAT = "/v1/chat/completions"
 KEY = {"Authorization": "Bearer sekret"}
@@ -25,14 +25,10 @@ def trace_dir(tmp_path_factory):
 def small_server(tiny_model_dir, tmp_path_factory, trace_dir):
     key_file = tmp_path_factory.mktemp("keys") / "keys.txt"
     key_file.write_text("# one per line\nfrom-file-1\nfrom-file-2\n")
-    proc = ServerProcess("--model", str(tiny_model_dir), "--max-num-seqs", "1", "--max-waiting", "0",
-                         "--max-model-len", "512", "--embedding-model", "none", "--api-key", "second",
-                         "--api-key-file", str(key_file), "--profiler-dir", str(trace_dir), api_key="sekret")
-    try:
-        proc.wait_ready()
+    with running_server("--model", str(tiny_model_dir), "--max-num-seqs", "1", "--max-waiting", "0",
+                        "--max-model-len", "512", "--embedding-model", "none", "--api-key", "second",
+                        "--api-key-file", str(key_file), "--profiler-dir", str(trace_dir), api_key="sekret") as proc:
         yield proc
-    finally:
-        proc.stop()
 
 
 async def test_api_key(small_server):

@@ -9,7 +9,7 @@ import ssl
 import openai
 import pytest
 
-from tests.e2e.conftest import ServerProcess
+from tests.e2e.conftest import running_server
 from tests.helpers.certs import client_context, make_pki
 
 
@@ -21,15 +21,11 @@ def pki(tmp_path_factory):
 @pytest.fixture(scope="module")
 def tls_server(tiny_model_dir, pki):
     good = client_context(pki, pki.client_cert, pki.client_key)
-    proc = ServerProcess("--model", str(tiny_model_dir), "--max-model-len", "512", "--served-model-name", "tiny",
-                         "--embedding-model", "none", "--ssl-keyfile", str(pki.server_key),
-                         "--ssl-certfile", str(pki.server_cert), "--ssl-ca-certs", str(pki.ca),
-                         "--ssl-cert-reqs", "required", ssl_context=good)  # fmt: skip
-    try:
-        proc.wait_ready()
+    with running_server("--model", str(tiny_model_dir), "--max-model-len", "512", "--served-model-name", "tiny",
+                        "--embedding-model", "none", "--ssl-keyfile", str(pki.server_key),
+                        "--ssl-certfile", str(pki.server_cert), "--ssl-ca-certs", str(pki.ca),
+                        "--ssl-cert-reqs", "required", ssl_context=good) as proc:  # fmt: skip
         yield proc
-    finally:
-        proc.stop()
 
 
 def _openai(server, context: ssl.SSLContext) -> openai.OpenAI:

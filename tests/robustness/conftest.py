@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.conftest import ServerProcess
+from tests.e2e.conftest import running_server
 from tests.helpers.tiny_bert import make_tiny_bert
 from tests.helpers.tiny_model import make_tiny_model
 
@@ -39,9 +39,5 @@ SERVER_ARGS = ("--max-model-len", "256", "--num-kv-blocks", "96", "--max-num-seq
 @pytest.fixture(scope="session")
 def robust_server(robust_model_dir, robust_bert_dir):
     """One engine core on the tiny random model, a tiny BERT encoder; shared by the fuzz and soak tests."""
-    proc = ServerProcess("--model", str(robust_model_dir), "--embedding-model", str(robust_bert_dir), *SERVER_ARGS)
-    try:
-        proc.wait_ready()
+    with running_server("--model", str(robust_model_dir), "--embedding-model", str(robust_bert_dir), *SERVER_ARGS) as proc:
         yield proc
-    finally:
-        proc.stop()

@@ -13,7 +13,7 @@ import time
 import aiohttp
 import pytest
 
-from tests.e2e.conftest import ServerProcess
+from tests.e2e.conftest import ServerProcess, running_server
 from tests.robustness.client import CHAT, GOOD, healthy, is_error_body, settled, sse_errors
 
 # 32 blocks of 16 = 512 tokens of KV cache under a 1,024-token context.
@@ -24,12 +24,8 @@ LONG = {**GOOD, "max_tokens": 200, "ignore_eos": True, "stream": True}
 
 @pytest.fixture(scope="module")
 def fault_server(robust_model_dir):
-    proc = ServerProcess("--model", str(robust_model_dir), *ARGS)
-    try:
-        proc.wait_ready()
+    with running_server("--model", str(robust_model_dir), *ARGS) as proc:
         yield proc
-    finally:
-        proc.stop()
 
 
 @pytest.fixture

@@ -26,7 +26,7 @@ import time
 import aiohttp
 import pytest
 
-from tests.e2e.conftest import ServerProcess
+from tests.e2e.conftest import running_server
 from tests.robustness.client import CHAT, healthy, is_error_body, metrics, settled
 from tests.robustness.itl_probe import median, probe_main, window_itl
 
@@ -45,12 +45,8 @@ DROP = {"messages": [{"role": "user", "content": "Tell me a story"}], "max_token
 
 @pytest.fixture(scope="module")
 def abuse_server(robust_model_dir):
-    proc = ServerProcess("--model", str(robust_model_dir), *ARGS)
-    try:
-        proc.wait_ready()
+    with running_server("--model", str(robust_model_dir), *ARGS) as proc:
         yield proc
-    finally:
-        proc.stop()
 
 
 async def open_idle(host: str, port: int, count: int) -> list[asyncio.StreamWriter]:
