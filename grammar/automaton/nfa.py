@@ -78,7 +78,9 @@ def _rule_facts(grammar: Grammar) -> _RuleFacts:
         while stack:
             cur, times = stack.pop()
             size += times
-            kind = _kind(cur)
+            kind = type(cur)
+            if kind not in _KINDS:
+                kind = _kind(cur)
             if kind is Seq or kind is Alt:
                 stack.extend((i, times) for i in cur.items)
             elif kind is Ref:
@@ -173,7 +175,7 @@ class NfaBuilder:
 
     def emit(self, node: Node, s: int, t: int) -> None:
         nfa = self.nfa
-        kind = _kind(node)
+        kind = type(node)
         if kind is Bytes:
             ranges = node.ranges
             if len(ranges) == 1:
@@ -195,8 +197,11 @@ class NfaBuilder:
                 nfa.calls[s].append((self.rule_id(node.name), t))
             else:
                 self.emit(self.rules[node.name], s, t)
-        else:
+        elif kind is Graph:
             self.emit_graph(node, s, t)
+        else:  # a subclass (such as Lark's group while parsing): as a node of its base class
+            base = _kind(node)
+            self.emit(base(*(getattr(node, f) for f in base.__slots__)), s, t)
 
     def emit_seq(self, items: tuple[Node, ...], s: int, t: int) -> None:
         if not items:

@@ -64,3 +64,12 @@ def test_inline_size_counts_copies_and_inlined_rules():
     assert builder.inline_size("start", {}) == 1 + 2 * (1 + (1 + 10))
     big = {"start": Repeat(Ref("r"), 0, COMPACT_ABOVE), "r": Seq((lit("a"), lit("b")))}
     assert NfaBuilder(Grammar(big)).compact
+
+
+def test_a_node_subclass_builds_as_its_base_class():
+    class Group(Alt):
+        pass
+
+    plain = build_nfa(Grammar({"start": Seq((Alt((lit("a"), lit("b"))), Ref("r"))), "r": lit("c")}))
+    sub = build_nfa(Grammar({"start": Seq((Group((lit("a"), lit("b"))), Ref("r"))), "r": lit("c")}))
+    assert (plain.byte_edges, plain.eps, plain.calls) == (sub.byte_edges, sub.eps, sub.calls)
