@@ -209,10 +209,14 @@ class NfaBuilder:
             return
         cur = s
         last = len(items) - 1
-        emit, new_state = self.emit, self.nfa.new_state
+        emit, new_state, byte_edges = self.emit, self.nfa.new_state, self.nfa.byte_edges
         for i, item in enumerate(items):
             nxt = t if i == last else new_state()
-            emit(item, cur, nxt)
+            if type(item) is Bytes and len(item.ranges) == 1:  # a literal's byte: emit's first case, inline
+                lo, hi = item.ranges[0]
+                byte_edges[cur].append((lo, hi, nxt))
+            else:
+                emit(item, cur, nxt)
             cur = nxt
 
     def emit_repeat(self, node: Repeat, s: int, t: int) -> None:
