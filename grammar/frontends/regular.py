@@ -231,13 +231,16 @@ def _product(a: Dfa, b: Dfa, keep: str) -> Dfa:
     pairs[(0, 0)] = 0
     trans: list[list[int]] = []
     finals: list[bool] = []
+    both = keep == "and"
     while len(trans) < len(order):
         sa, sb = order[len(trans)]
+        arow = a.trans[sa] if sa >= 0 else None
+        brow = b.trans[sb] if sb >= 0 else None
         row = []
         for ca, cb in cls_pairs:
-            ta = a.trans[sa][ca] if sa >= 0 else -1
-            tb = b.trans[sb][cb] if sb >= 0 else -1
-            if ta < 0 or (tb < 0 and keep == "and") or tb in sinks:
+            ta = arow[ca] if arow is not None else -1
+            tb = brow[cb] if brow is not None else -1
+            if ta < 0 or (tb < 0 and both) or tb in sinks:
                 row.append(-1)
                 continue
             key = (ta, tb)
