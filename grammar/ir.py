@@ -76,11 +76,31 @@ def seq(*items: Node) -> Node:
 
 def alt(*items: Node) -> Node:
     """Alternation (flattened, duplicates and NOTHING dropped)."""
-    flat: dict[Node, None] = {}  # ordered, and duplicates found by hash (an enum may have 100,000 values)
+    flat: dict[object, Node] = {}  # ordered, and duplicates found by hash (an enum may have 100,000 values)
     for item in items:
         for one in item.items if isinstance(item, Alt) else (item,):
-            flat.setdefault(one)
-    return next(iter(flat)) if len(flat) == 1 else Alt(tuple(flat))
+            flat.setdefault(_dedupe_key(one), one)
+    return next(iter(flat.values())) if len(flat) == 1 else Alt(tuple(flat.values()))
+
+
+_LEAVES = (Bytes, Ref)
+
+
+def _dedupe_key(node: Node) -> object:
+    """What `alt` finds duplicates by: a leaf, a literal (a sequence or alternation of leaves) or
+    a repeat of a leaf by value; a larger node by identity (the same object twice). A frozen
+    dataclass's hash walks its whole tree each time: hashing every value alternative of a
+    schema (objects of objects) by value was a tenth of a compile. A larger duplicate left in
+    only adds branches for the same language."""
+    kind = type(node)
+    if kind in _LEAVES:
+        return node
+    if kind is Seq or kind is Alt:
+        if all(type(i) in _LEAVES for i in node.items):
+            return node
+    elif kind is Repeat and type(node.item) in _LEAVES:
+        return node
+    return ("id", id(node))
 
 
 def opt(item: Node) -> Node:

@@ -45,28 +45,59 @@ class Nfa:
         return n - 1
 
 
-def _ref_graph(grammar: Grammar) -> tuple[dict[str, set[str]], dict[str, int]]:
-    """The rules each rule refers to, and how many references each rule has in all."""
-    graph: dict[str, set[str]] = {}
-    counts: dict[str, int] = {}
+_KINDS = (Bytes, Seq, Alt, Repeat, Ref, Graph)
+
+
+def _kind(node: Node) -> type:
+    """The node class `node` is (a type check: a subclass, such as Lark's group while parsing,
+    is found by isinstance, the slow way)."""
+    kind = type(node)
+    return kind if kind in _KINDS else next(k for k in _KINDS if isinstance(node, k))
+
+
+@dataclass(slots=True)
+class _RuleFacts:
+    """What one pass over every rule's nodes finds: the rules each refers to, how many references
+    each has in all, and for the inline size each rule's own nodes (weighted by how many copies
+    its repeats make) and its references with their copy counts."""
+
+    graph: dict[str, set[str]] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+    own_size: dict[str, int] = field(default_factory=dict)
+    ref_times: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+
+
+def _rule_facts(grammar: Grammar) -> _RuleFacts:
+    facts = _RuleFacts()
+    counts = facts.counts
     for name, node in grammar.rules.items():
         refs: set[str] = set()
-        stack: list[Node] = [node]
+        ref_times: list[tuple[str, int]] = []
+        size = 0
+        stack: list[tuple[Node, int]] = [(node, 1)]
         while stack:
-            cur = stack.pop()
-            if isinstance(cur, Ref):
+            cur, times = stack.pop()
+            size += times
+            kind = type(cur)
+            if kind not in _KINDS:
+                kind = _kind(cur)
+            if kind is Seq or kind is Alt:
+                stack.extend((i, times) for i in cur.items)
+            elif kind is Ref:
                 if cur.name not in grammar.rules:
                     raise GrammarError(f"undefined rule {cur.name!r}")
                 refs.add(cur.name)
                 counts[cur.name] = counts.get(cur.name, 0) + 1
-            elif isinstance(cur, (Seq, Alt)):
-                stack.extend(cur.items)
-            elif isinstance(cur, Repeat):
-                stack.append(cur.item)
-            elif isinstance(cur, Graph):
-                stack.extend(e for _, _, e in cur.edges if e is not None)
-        graph[name] = refs
-    return graph, counts
+                ref_times.append((cur.name, times))
+            elif kind is Repeat:
+                stack.append((cur.item, times * max(cur.min if cur.max is None else cur.max, 1)))
+            elif kind is Graph:
+                stack.extend((e, times) for _, _, e in cur.edges if e is not None)
+                size += times * cur.num_states
+        facts.graph[name] = refs
+        facts.own_size[name] = size
+        facts.ref_times[name] = ref_times
+    return facts
 
 
 def _recursive_rules(graph: dict[str, set[str]]) -> set[str]:
@@ -93,8 +124,9 @@ class NfaBuilder:
     def __init__(self, grammar: Grammar) -> None:
         self.grammar = grammar
         self.rules = dict(grammar.rules)
-        graph, self.num_refs = _ref_graph(grammar)
-        self.recursive = _recursive_rules(graph)
+        self.facts = _rule_facts(grammar)
+        self.num_refs = self.facts.counts
+        self.recursive = _recursive_rules(self.facts.graph)
         self.sizes: dict[int, int] = {}
         self.nfa = Nfa()
         self.rule_ids: dict[str, int] = {}
@@ -121,25 +153,17 @@ class NfaBuilder:
         return self.rule_ids[name]
 
     def inline_size(self, name: str, memo: dict[str, int]) -> int:
-        """About how many NFA states rule `name` takes with the rules it inlines (refs of called
-        rules count one; stops counting past COMPACT_ABOVE)."""
+        """About how many NFA states rule `name` takes with the rules it inlines (its nodes, each
+        counted once per copy; refs of called rules count one). Only compared with COMPACT_ABOVE."""
         if name in memo:
             return memo[name]
         memo[name] = 1  # (a recursive rule is called: counted once)
-        total = 0
-        stack: list[tuple[Node, int]] = [(self.rules[name], 1)]
-        while stack and total <= COMPACT_ABOVE:
-            node, times = stack.pop()
-            total += times
-            if isinstance(node, (Seq, Alt)):
-                stack.extend((i, times) for i in node.items)
-            elif isinstance(node, Repeat):
-                stack.append((node.item, times * max(node.min if node.max is None else node.max, 1)))
-            elif isinstance(node, Graph):
-                stack.extend((e, times) for _, _, e in node.edges if e is not None)
-                total += times * node.num_states
-            elif isinstance(node, Ref) and node.name in self.rules and not self.is_call(node.name):
-                total += times * self.inline_size(node.name, memo)
+        total = self.facts.own_size[name]
+        for ref, times in self.facts.ref_times[name]:
+            if total > COMPACT_ABOVE:
+                break
+            if not self.is_call(ref):
+                total += times * self.inline_size(ref, memo)
         memo[name] = total
         return total
 
@@ -151,33 +175,48 @@ class NfaBuilder:
 
     def emit(self, node: Node, s: int, t: int) -> None:
         nfa = self.nfa
-        if isinstance(node, Bytes):
-            nfa.byte_edges[s].extend((lo, hi, t) for lo, hi in node.ranges)
-        elif isinstance(node, Seq):
+        kind = type(node)
+        if kind is Bytes:
+            ranges = node.ranges
+            if len(ranges) == 1:
+                ((lo, hi),) = ranges
+                nfa.byte_edges[s].append((lo, hi, t))
+            else:
+                nfa.byte_edges[s].extend((lo, hi, t) for lo, hi in ranges)
+        elif kind is Seq:
             self.emit_seq(node.items, s, t)
-        elif isinstance(node, Alt):
+        elif kind is Alt:
             for item in node.items:
                 self.emit(item, s, t)
-        elif isinstance(node, Repeat):
+        elif kind is Repeat:
             self.emit_repeat(node, s, t)
-        elif isinstance(node, Ref):
+        elif kind is Ref:
             if node.name not in self.rules:
                 raise GrammarError(f"undefined rule {node.name!r}")
             if self.is_call(node.name):
                 nfa.calls[s].append((self.rule_id(node.name), t))
             else:
                 self.emit(self.rules[node.name], s, t)
-        else:
+        elif kind is Graph:
             self.emit_graph(node, s, t)
+        else:  # a subclass (such as Lark's group while parsing): as a node of its base class
+            base = _kind(node)
+            self.emit(base(*(getattr(node, f) for f in base.__slots__)), s, t)
 
     def emit_seq(self, items: tuple[Node, ...], s: int, t: int) -> None:
         if not items:
             self.nfa.eps[s].append(t)
             return
         cur = s
+        last = len(items) - 1
+        emit, new_state, byte_edges = self.emit, self.nfa.new_state, self.nfa.byte_edges
         for i, item in enumerate(items):
-            nxt = t if i == len(items) - 1 else self.nfa.new_state()
-            self.emit(item, cur, nxt)
+            nxt = t if i == last else new_state()
+            if type(item) is Bytes and len(item.ranges) == 1:  # a literal's byte: emit's first case, inline
+                lo, hi = item.ranges[0]
+                byte_edges[cur].append((lo, hi, nxt))
+            else:
+                emit(item, cur, nxt)
             cur = nxt
 
     def emit_repeat(self, node: Repeat, s: int, t: int) -> None:

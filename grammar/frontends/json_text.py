@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from typing import Any
 
 from grammar.errors import GrammarError
@@ -12,7 +13,7 @@ from grammar.ir import (NOTHING, EMPTY, Bytes, Grammar, Graph, Node, Ref, Repeat
                         star, subtract_ranges)  # fmt: skip
 from grammar.frontends.json_numbers import number_node
 from grammar.frontends.regex import Ranges, regex_to_node
-from grammar.frontends.unicode import ALL_CHARS, codepoint_ranges_to_node
+from grammar.frontends.unicode import ALL_CHARS, FRAGMENT_CACHE, codepoint_ranges_to_node
 
 SPECIAL: Ranges = ((0, 31), (34, 34), (92, 92))
 _SHORT = {8: "b", 9: "t", 10: "n", 12: "f", 13: "r", 34: '"', 92: "\\"}
@@ -92,7 +93,11 @@ FORMATS = {
 
 def json_char(ranges: Ranges) -> Node:
     """One string character from `ranges`, as it may be written inside a JSON string."""
-    ranges = merge_ranges(ranges)
+    return _json_char(merge_ranges(ranges))
+
+
+@lru_cache(maxsize=FRAGMENT_CACHE)
+def _json_char(ranges: Ranges) -> Node:
     options: list[Node] = [codepoint_ranges_to_node(subtract_ranges(ranges, SPECIAL))]
     for lo, hi in ranges:
         for cp in range(lo, min(hi, 92) + 1):
@@ -104,8 +109,9 @@ def json_char(ranges: Ranges) -> Node:
     return alt(*options)
 
 
+@lru_cache(maxsize=1)
 def any_json_char() -> Node:
-    """Any string character, including every escape form (\\uXXXX outside surrogates)."""
+    """Any string character, including every escape form (\\uXXXX outside surrogates); built once."""
     raw = codepoint_ranges_to_node(subtract_ranges(ALL_CHARS, SPECIAL))
     return alt(raw, seq(lit("\\"), alt(byte_set('"\\/bfnrt'), seq(lit("u"), HEX4_NO_SURROGATE))))
 
@@ -236,34 +242,40 @@ def key_excluding(names: list[str], char: Node) -> Node:
                 mid_char.add(node)
         ends.add(node)
     free, close, multi = len(trie), len(trie) + 1, len(trie) + 2
-    edges: list[tuple[int, int, Node | None]] = [(free, free, char), (free, close, lit('"'))]
+    quote = lit('"')
+    edges: list[tuple[int, int, Node | None]] = [(free, free, char), (free, close, quote)]
     edges.append((multi, free, codepoint_ranges_to_node(((0x80, 0x10FFFF),))))
-    ascii_first = subtract_ranges(((0x20, 0x7F),), SPECIAL)
-    raw_first = subtract_ranges(((0x20, 0x7F), (0xC2, 0xF4)), SPECIAL)
     for i, children in enumerate(trie):
         for b, child in children.items():
-            edges.append((i, child, Bytes(((b, b),))))
+            edges.append((i, child, lit(bytes((b,)))))
         if i in mid_char:
             continue
         if i not in ends:
-            edges.append((i, close, lit('"')))
-        taken = merge_ranges([(b, b) for b in children])
-        if all(b < 0x80 for b in children):
-            # ASCII divergence by byte class; any multi-byte character through the shared state
-            firsts = subtract_ranges(ascii_first, taken)
-            if firsts:
-                edges.append((i, free, Bytes(firsts)))
+            edges.append((i, close, quote))
+        firsts = _diverging(tuple(sorted(children)))
+        if firsts is not None:
+            edges.append((i, free, firsts))
+        if all(b < 0x80 for b in children):  # any multi-byte character through the shared state
             edges.append((i, multi, None))
-        else:
-            firsts = subtract_ranges(raw_first, taken)
-            if firsts:
-                edges.append((i, free, _chars_starting_with(firsts)))
     start = len(trie) + 3
     edges.append((start, 0, lit('"')))
     # Graph state 0 must be the start: renumber start <-> 0.
     swap = {0: start, start: 0}
     edges = [(swap.get(a, a), swap.get(b, b), n) for a, b, n in edges]
     return Graph(len(trie) + 4, tuple(edges), (close,))
+
+
+@lru_cache(maxsize=FRAGMENT_CACHE)
+def _diverging(taken: tuple[int, ...]) -> Node | None:
+    """The characters that leave a key trie's node whose children are the bytes `taken` (None:
+    none): by ASCII byte class when every child is ASCII (multi-byte characters go through the
+    shared state), else whole characters by their first byte. Built once per set of bytes."""
+    taken_ranges = merge_ranges([(b, b) for b in taken])
+    if all(b < 0x80 for b in taken):
+        firsts = subtract_ranges(subtract_ranges(((0x20, 0x7F),), SPECIAL), taken_ranges)
+        return Bytes(firsts) if firsts else None
+    firsts = subtract_ranges(subtract_ranges(((0x20, 0x7F), (0xC2, 0xF4)), SPECIAL), taken_ranges)
+    return _chars_starting_with(firsts) if firsts else None
 
 
 def _chars_starting_with(firsts: Ranges) -> Node:

@@ -231,13 +231,16 @@ def _product(a: Dfa, b: Dfa, keep: str) -> Dfa:
     pairs[(0, 0)] = 0
     trans: list[list[int]] = []
     finals: list[bool] = []
+    both = keep == "and"
     while len(trans) < len(order):
         sa, sb = order[len(trans)]
+        arow = a.trans[sa] if sa >= 0 else None
+        brow = b.trans[sb] if sb >= 0 else None
         row = []
         for ca, cb in cls_pairs:
-            ta = a.trans[sa][ca] if sa >= 0 else -1
-            tb = b.trans[sb][cb] if sb >= 0 else -1
-            if ta < 0 or (tb < 0 and keep == "and") or tb in sinks:
+            ta = arow[ca] if arow is not None else -1
+            tb = brow[cb] if brow is not None else -1
+            if ta < 0 or (tb < 0 and both) or tb in sinks:
                 row.append(-1)
                 continue
             key = (ta, tb)
@@ -279,14 +282,17 @@ def minimize(dfa: Dfa) -> Dfa:
     if 0 not in live:
         return Dfa(dfa.classes, [[-1] * dfa.num_classes], [False])
     states = sorted(live)
-    block = {s: int(dfa.finals[s]) for s in states}
-    num_blocks = len(set(block.values()))
+    rows = [[t if t in live else -1 for t in dfa.trans[s]] for s in states]  # dead targets: -1, once
+    # block[s] for every state, and block[-1] (the last slot) -1 for "no transition"
+    block = [-1] * (len(dfa.trans) + 1)
+    for s in states:
+        block[s] = int(dfa.finals[s])
+    num_blocks = len(set(block[s] for s in states))
     while True:
         signature: dict[tuple, int] = {}
-        new = {}
-        for s in states:
-            key = (block[s], tuple(block[t] if t in live else -1 for t in dfa.trans[s]))
-            new[s] = signature.setdefault(key, len(signature))
+        new = [-1] * len(block)
+        for s, row in zip(states, rows):
+            new[s] = signature.setdefault((block[s], tuple(map(block.__getitem__, row))), len(signature))
         block = new
         if len(signature) == num_blocks:
             break
@@ -297,10 +303,10 @@ def minimize(dfa: Dfa) -> Dfa:
         ids.setdefault(block[s], len(ids))
     trans: list[list[int]] = [[] for _ in ids]
     finals = [False] * len(ids)
-    for s in states:
+    for s, row in zip(states, rows):
         b = ids[block[s]]
         if not trans[b]:
-            trans[b] = [ids[block[t]] if t in live else -1 for t in dfa.trans[s]]
+            trans[b] = [ids[block[t]] if t >= 0 else -1 for t in row]
             finals[b] = dfa.finals[s]
     return Dfa(dfa.classes, trans, finals)
 

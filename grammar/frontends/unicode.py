@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from grammar.ir import Bytes, Node, NOTHING, alt, merge_ranges, seq, subtract_ranges
 
 MAX_CODEPOINT = 0x10FFFF
@@ -51,8 +53,18 @@ def _split_same_length(lo: int, hi: int) -> list[list[tuple[int, int]]]:
     return out
 
 
-def codepoint_ranges_to_node(ranges: tuple[tuple[int, int], ...]) -> Node:
+# Classes built once per process: the same few (any character, non-ASCII, a key's next
+# character) come back in every JSON schema's compile; nodes are immutable, so sharing is safe.
+FRAGMENT_CACHE = 4096
+
+
+def codepoint_ranges_to_node(ranges: tuple[tuple[int, int], ...] | list[tuple[int, int]]) -> Node:
     """A node matching the UTF-8 encoding of any code point in `ranges` (surrogates dropped)."""
+    return _ranges_node(tuple((lo, hi) for lo, hi in ranges))
+
+
+@lru_cache(maxsize=FRAGMENT_CACHE)
+def _ranges_node(ranges: tuple[tuple[int, int], ...]) -> Node:
     ranges = subtract_ranges(merge_ranges(ranges), SURROGATES)
     options: list[Node] = []
     single: list[tuple[int, int]] = []

@@ -38,6 +38,8 @@ def precompute_masks(dfa: LazyDfa, index: TokenIndex, state_masks: dict[Key, Sta
     other: deque[Key] = deque()  # ...then over the others
     in_likely: set[Key] = set(starts)
     in_other: set[Key] = set()
+    walk, tables = index.walk.mask_ends, index.tables  # (bound once: this loop is the compile's hottest)
+    flags_of, dominant = dfa.flags.item, dfa.dominant.item
     done = 0
     while done < max_states:
         if likely:
@@ -49,14 +51,14 @@ def precompute_masks(dfa: LazyDfa, index: TokenIndex, state_masks: dict[Key, Sta
         if key in state_masks:  # queued among the others, then among the likely ones
             continue
         d, nonempty = key
-        raw, ends = index.walk.mask_ends(index.tables, dfa, index, d, nonempty, words)
+        raw, ends = walk(tables, dfa, index, d, nonempty, words)
         sm = state_masks[key] = keep_walked(dfa, index, d, words, raw)
         done += 1
-        flags = dfa.flags.item(d)
-        if not nonempty and not flags & STOP and sm.stack_free():
+        flags = flags_of(d)
+        if not nonempty and not flags & STOP and not raw:  # stack-free: the configuration's mask too
             masks[frozenset((((), d),))] = sm.words
         first = [(t, nonempty) for t in ends[:LIKELY_ENDS]]
-        dom = dfa.dominant.item(d)
+        dom = dominant(d)
         if dom >= 0:  # the next state of a run a slice absorbs (tokens ending inside it)
             first.append((dom, nonempty))
         if flags & FLAG_CALLS:  # tokens that enter a called rule, and the states returned to

@@ -26,12 +26,10 @@ class SparseWords:
     vocabulary) than its walk. A bitmask row is written from this in a microsecond or two, by the
     `put` of the walk that made it (grammar/masks/_walk.c, or its reference)."""
 
-    __slots__ = ("pairs", "index", "value", "base", "num_words", "put")
+    __slots__ = ("pairs", "base", "num_words", "put")
 
     def __init__(self, pairs: bytes, base: np.ndarray | None, num_words: int, put: Put) -> None:
         self.pairs = pairs  # int32 (word position, the mask's word there) pairs, positions increasing
-        both = np.frombuffer(pairs, dtype=np.int32).reshape(-1, 2)
-        self.index, self.value = both[:, 0], both[:, 1]
         self.base = base  # int32 [num_words] every other word (a subset of the mask), or None: zero
         self.num_words = num_words
         self.put = put
@@ -39,6 +37,16 @@ class SparseWords:
     def write(self, rows: np.ndarray, row: int) -> None:
         """rows[row] = the mask (one C call)."""
         self.put(rows, row, self.pairs, self.base)
+
+    @property
+    def index(self) -> np.ndarray:
+        """The word positions (made on use: most masks are only ever written by `put`)."""
+        return np.frombuffer(self.pairs, dtype=np.int32)[0::2]
+
+    @property
+    def value(self) -> np.ndarray:
+        """The mask's words at `index`."""
+        return np.frombuffer(self.pairs, dtype=np.int32)[1::2]
 
 
 Words = np.ndarray | SparseWords  # a mask, int32 [num_words] or its words apart from a base

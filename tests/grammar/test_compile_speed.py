@@ -1,0 +1,75 @@
+"""The compile's shortcuts change nothing: shared per-process fragments, alt's identity dedupe, the NFA's one-pass rule facts."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import grammar
+from grammar.automaton.nfa import COMPACT_ABOVE, NfaBuilder, build_nfa
+from grammar.frontends import json_text, unicode
+from grammar.frontends.json_schema import compile_schema_to_grammar
+from grammar.ir import Alt, Bytes, Grammar, Ref, Repeat, Seq, alt, lit
+from tests.grammar.conftest import byte_vocab
+from tests.grammar.helpers import accepts_text
+
+VOCAB = byte_vocab()
+SCHEMA = {
+    "type": "object",
+    "properties": {"name": {"type": "string", "maxLength": 12}, "ünï": {"type": "string", "format": "email"},
+                   "tags": {"type": "array", "items": {"type": "string", "pattern": "^[a-z]+$"}},
+                   "n": {"type": ["integer", "null"], "minimum": 3}},
+    "required": ["name"],
+}
+
+
+def _clear_fragments() -> None:
+    for fn in (unicode._ranges_node, json_text._json_char, json_text.any_json_char, json_text._diverging):
+        fn.cache_clear()
+
+
+def _nfa_tables(schema):
+    nfa = build_nfa(compile_schema_to_grammar(schema, "compact", False))
+    return nfa.byte_edges, nfa.eps, nfa.calls, nfa.rule_start, nfa.rule_final
+
+
+def test_shared_fragments_build_the_same_automaton_and_masks():
+    _clear_fragments()
+    fresh = _nfa_tables(SCHEMA)
+    again = _nfa_tables(SCHEMA)  # now from the cached fragments
+    assert fresh == again
+    _clear_fragments()
+    g1 = grammar.Compiler(VOCAB).compile(compile_schema_to_grammar(SCHEMA, "compact", False))
+    g2 = grammar.Compiler(VOCAB).compile(compile_schema_to_grammar(SCHEMA, "compact", False))
+    m1, m2 = g1.matcher(), g2.matcher()
+    for b in b'{"name":"ab","\xc3\xbcn\xc3\xaf":"a@b.cc","tags":["x"],"n":null}':
+        assert np.array_equal(g1.mask(m1.state), g2.mask(m2.state))
+        assert m1.accept(b) and m2.accept(b)
+    assert m1.is_completed() and m2.is_completed()
+
+
+def test_alt_dedupes_literals_by_value_and_large_nodes_by_identity():
+    big = Seq((lit("ab"), Repeat(Alt((lit("x"), Ref("r"))), 0, None)))
+    assert alt(lit("ab"), lit("ab")) == lit("ab")
+    assert alt(Bytes(((1, 2),)), Bytes(((1, 2),))) == Bytes(((1, 2),))
+    assert alt(big, big) is big
+    copy = Seq((lit("ab"), Repeat(Alt((lit("x"), Ref("r"))), 0, None)))
+    both = alt(big, copy)  # equal by value, kept twice: the same language
+    assert isinstance(both, Alt) and len(both.items) == 2
+    assert accepts_text(grammar.compile_json_schema({"enum": ["a", "a", "b"]}, VOCAB), "\"a\"")
+
+
+def test_inline_size_counts_copies_and_inlined_rules():
+    rules = {"start": Seq((Ref("r"), Ref("r"))), "r": Repeat(Bytes(((97, 97),)), 10, 10)}
+    builder = NfaBuilder(Grammar(rules))
+    assert builder.inline_size("start", {}) == 1 + 2 * (1 + (1 + 10))
+    big = {"start": Repeat(Ref("r"), 0, COMPACT_ABOVE), "r": Seq((lit("a"), lit("b")))}
+    assert NfaBuilder(Grammar(big)).compact
+
+
+def test_a_node_subclass_builds_as_its_base_class():
+    class Group(Alt):
+        pass
+
+    plain = build_nfa(Grammar({"start": Seq((Alt((lit("a"), lit("b"))), Ref("r"))), "r": lit("c")}))
+    sub = build_nfa(Grammar({"start": Seq((Group((lit("a"), lit("b"))), Ref("r"))), "r": lit("c")}))
+    assert (plain.byte_edges, plain.eps, plain.calls) == (sub.byte_edges, sub.eps, sub.calls)
