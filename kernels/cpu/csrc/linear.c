@@ -1,8 +1,8 @@
 /* Packed linear layers: out[M, N] = x[M, K] @ W^T (+ bias) for float, int8 and int4 weights.
  *
- * Weights are packed in panels of PANEL output columns (common.h). Up to SMALL_ROWS rows
- * (decode steps: reading the weights is the cost) are computed straight from the packed
- * bytes; more rows (prefill: arithmetic is the cost) dequantize a panel once per row block
+ * Weights are packed in panels of PANEL output columns (common.h). Up to DIRECT_ROWS rows
+ * (decode and verify steps: reading the weights is the cost) are computed in one pass straight
+ * from the packed bytes; more rows (prefill: arithmetic is the cost) dequantize a panel once per row block
  * into a float buffer and run a register-blocked TILE_ROWS x PANEL FMA kernel over it. Both
  * do the same arithmetic per row (each weight dequantized exactly, one FMA chain per output
  * in k order), so a request's result does not depend on its batch.
@@ -15,10 +15,10 @@
 #include "ops.h"
 #include "vec.h"
 
-#define SMALL_ROWS 6    /* rows per pass of the direct kernel (registers: 2 * SMALL_ROWS + 3) */
-#define DIRECT_ROWS 6   /* up to this many rows, kernels read the packed bytes directly */
+#define DIRECT_ROWS 6   /* up to this many rows, one pass over the packed bytes (registers: 2 * DIRECT_ROWS + 3) */
 #define TILE_ROWS 6   /* rows per register-blocked tile on a dequantized panel */
 #define ROW_BLOCK (10 * TILE_ROWS) /* rows per tile (whole row tiles): their activations stay in L2 */
+_Static_assert(DIRECT_ROWS <= ROW_BLOCK, "a direct call takes all of its rows in one row block");
 
 #ifdef HAVE_AVX2
 
@@ -74,25 +74,18 @@ direct_step(int kind, const group_view *v, int j, const float *xj, int64_t ldx, 
     }
 }
 
-/* Groups [g0, g1) of panel p for R rows into acc, one chain per output in k order. */
+/* Few rows of a quantized panel, straight from the packed bytes: R (1 to DIRECT_ROWS) rows,
+ * each weight dequantized once for all of them, one chain per output in k order. */
 static inline __attribute__((always_inline)) void
-direct_groups(const packed_linear *w, int64_t p, const float *x, int64_t ldx, const int R, int64_t g0,
-              int64_t g1, __m256 acc[][2]) {
+direct_rows(const packed_linear *w, int64_t p, const float *x, int64_t ldx, const int R,
+            float out[DIRECT_ROWS][PANEL]) {
     const int kind = w->kind, steps = kind == W_INT4 ? GROUP / 2 : GROUP, kstep = kind == W_INT4 ? 2 : 1;
-    for (int64_t g = g0; g < g1; g++) {
+    __m256 acc[DIRECT_ROWS][2];
+    for (int r = 0; r < R; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    for (int64_t g = 0; g < w->k / GROUP; g++) {
         const group_view v = view_group(w, p, g);
         for (int j = 0; j < steps; j++) direct_step(kind, &v, j, x + g * GROUP + kstep * j, ldx, R, acc);
     }
-}
-
-/* Few rows of a quantized panel, straight from the packed bytes: R (1 to SMALL_ROWS) rows,
- * each weight dequantized once for all of them. */
-static inline __attribute__((always_inline)) void
-direct_rows(const packed_linear *w, int64_t p, const float *x, int64_t ldx, const int R,
-            float out[SMALL_ROWS][PANEL]) {
-    __m256 acc[SMALL_ROWS][2];
-    for (int r = 0; r < R; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-    direct_groups(w, p, x, ldx, R, 0, w->k / GROUP, acc);
     for (int r = 0; r < R; r++) {
         _mm256_storeu_ps(out[r], acc[r][0]);
         _mm256_storeu_ps(out[r] + 8, acc[r][1]);
@@ -120,7 +113,7 @@ tile_rows(const float *buf, int64_t k, const float *xp, const int R, float out[T
 }
 
 static void direct_block(const packed_linear *w, int64_t p, const float *x, int64_t ldx, int R,
-                         float out[SMALL_ROWS][PANEL]) {
+                         float out[DIRECT_ROWS][PANEL]) {
     switch (R) {
     case 6: direct_rows(w, p, x, ldx, 6, out); break;
     case 5: direct_rows(w, p, x, ldx, 5, out); break;
@@ -219,13 +212,10 @@ static void store_rows(const packed_linear *w, int64_t p, float (*tile)[PANEL], 
 static void panel_block(const packed_linear *w, int64_t p, const float *x, int64_t ldx, const float *xp,
                         int64_t rows, float *out, int64_t ldo, float *buf, int accumulate) {
 #ifdef HAVE_AVX2
-    if (xp == NULL) { /* direct */
-        float tile[SMALL_ROWS][PANEL];
-        for (int64_t r0 = 0; r0 < rows; r0 += SMALL_ROWS) { /* up to SMALL_ROWS rows share each load */
-            const int R = (int)(rows - r0 < SMALL_ROWS ? rows - r0 : SMALL_ROWS);
-            direct_block(w, p, x + r0 * ldx, ldx, R, tile);
-            store_rows(w, p, tile, R, out + r0 * ldo, ldo, accumulate);
-        }
+    if (xp == NULL) { /* direct: rows <= DIRECT_ROWS share each load */
+        float tile[DIRECT_ROWS][PANEL];
+        direct_block(w, p, x, ldx, (int)rows, tile);
+        store_rows(w, p, tile, (int)rows, out, ldo, accumulate);
         return;
     }
 #endif
