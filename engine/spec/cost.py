@@ -12,7 +12,8 @@ import time
 
 from engine.kv_cache import KVCacheManager
 from engine.scheduler import NewRequestData, SchedulerOutput
-from engine.spec.policy import MAX_AUTO_TOKENS, StepCost
+from engine.spec.cost_model import StepCost
+from engine.spec.policy import MAX_AUTO_TOKENS
 from schemas.engine import SamplingParams
 
 log = logging.getLogger(__name__)

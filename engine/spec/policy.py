@@ -11,70 +11,15 @@ decoding by a margin (the model's error), k = 0, so a compute-bound batch gets n
 
 from __future__ import annotations
 
-import bisect
 import heapq
-from dataclasses import dataclass
+
+from engine.spec.cost_model import ObservedCost, StepCost
 
 MAX_AUTO_TOKENS = 8  # the most drafts per request per step under dynamic speculation
 DECAY = 0.7  # weight of a request's older verify rounds after each new one
 PRIOR_WEIGHT = 2.0  # rounds' worth of the global acceptance a new request starts from
 LOOKAHEAD = MAX_AUTO_TOKENS  # drafts handed out past the best point before giving up
-OBSERVED_WEIGHT = 0.2  # weight of a newly observed faster step in its size's average (a slower one: a quarter)
-CLAMP = 3.0  # an observed step counts as at most this factor off the current estimate
 MARGIN = 1.03  # predicted tokens/s over plain decoding that speculation must beat (the model's error)
-
-
-@dataclass(frozen=True, slots=True)
-class StepCost:
-    """Seconds of one forward pass of `sizes[i]` tokens; piecewise linear between, extended past the last."""
-
-    sizes: list[int]
-    seconds: list[float]
-
-    def __call__(self, num_tokens: int) -> float:
-        if num_tokens <= 0:
-            return 0.0
-        i = bisect.bisect_left(self.sizes, num_tokens)
-        if i < len(self.sizes) and self.sizes[i] == num_tokens:
-            return self.seconds[i]
-        lo, hi = (i - 1, i) if 0 < i < len(self.sizes) else ((0, 1) if i == 0 else (-2, -1))
-        if len(self.sizes) == 1:
-            return self.seconds[0] * num_tokens / self.sizes[0]
-        x0, x1, y0, y1 = self.sizes[lo], self.sizes[hi], self.seconds[lo], self.seconds[hi]
-        return max(y0 + (y1 - y0) * (num_tokens - x0) / (x1 - x0), 0.0)
-
-
-class ObservedCost:
-    """The start-up `StepCost` corrected by the steps the engine actually ran: an average of
-    the observed seconds per step size, and sizes not seen yet scaled as the nearest seen
-    one below (else above) was. Load from other processes, and what the start-up timing
-    leaves out (host work per request, longer contexts), shift the costs after start-up."""
-
-    def __init__(self, base: StepCost) -> None:
-        self.base = base
-        self.observed: dict[int, float] = {}
-        self._sizes: list[int] = []  # the observed sizes, sorted
-
-    def record(self, num_tokens: int, seconds: float) -> None:
-        if num_tokens <= 0:
-            return
-        old = self(num_tokens)
-        seconds = min(max(seconds, old / CLAMP), old * CLAMP)  # a stall or an idle gap moves it a little only
-        if num_tokens not in self.observed:
-            bisect.insort(self._sizes, num_tokens)
-        # Rises slowly, falls fast: a stall from other processes is one sample, a real cost many.
-        weight = OBSERVED_WEIGHT if seconds < old else OBSERVED_WEIGHT / 4
-        self.observed[num_tokens] = old + weight * (seconds - old)
-
-    def __call__(self, num_tokens: int) -> float:
-        if num_tokens in self.observed:
-            return self.observed[num_tokens]
-        base = self.base(num_tokens)
-        if not self._sizes or num_tokens <= 0:
-            return base
-        i = bisect.bisect_left(self._sizes, num_tokens)
-        near = self._sizes[i - 1] if i > 0 else self._sizes[0]
-        return base * self.observed[near] / self.base(near)
 
 
 class SpecPolicy:

@@ -100,12 +100,49 @@ def test_observed_steps_correct_the_start_up_costs():
     for _ in range(200):
         cost.record(1, 0.020)  # the machine got twice as slow (a rise is learnt slowly)
     assert abs(cost(1) - 0.020) < 1e-4
-    assert abs(cost(4) - 0.032) < 1e-3  # not seen: scaled as the nearest seen size below
+    assert abs(cost(4) - 0.026) < 1e-3  # not seen: the nearest seen size below's extra seconds added
     cost.record(1, 10.0)  # one stall moves the estimate by a bounded step
     assert cost(1) < 0.03
     for _ in range(20):
         cost.record(1, 0.010)  # a fall is learnt fast
     assert cost(1) < 0.011
+
+
+def test_a_faster_machine_scales_the_unseen_sizes_down():
+    from engine.spec.policy import ObservedCost
+
+    cost = ObservedCost(StepCost([1, 2, 4], [0.010, 0.012, 0.016]))
+    for _ in range(50):
+        cost.record(2, 0.006)  # start-up was timed under load: steps run at half the cost
+    assert abs(cost(4) - 0.008) < 1e-4
+    assert abs(cost(1) - 0.005) < 1e-4  # below the smallest seen size: the same ratio
+
+
+def test_per_step_overhead_makes_longer_drafts_pay():
+    """Plain steps of a 4-request batch observed at three times their start-up cost (host work
+    and the batch's attention, per step): that overhead is paid once per step, so verify
+    steps are priced with it added, not multiplied, and longer drafts amortise it (scaled,
+    every size would keep its start-up ratio and the drafts would stay at 3 each)."""
+    policy = SpecPolicy(None, StepCost([1, 4, 8, 16, 32], [0.010, 0.017, 0.030, 0.047, 0.085]))
+    for _ in range(100):
+        policy.record_step(4, 0.050)
+    good = [_request(20.0, 1.0) for _ in range(4)]
+    assert min(policy.choose(good, [8] * 4, 0)) >= 6
+
+
+def test_verify_steps_of_many_sizes_teach_the_fit_that_tokens_cost_more():
+    """64 requests, plain steps 0.2 s slower than at start-up: taken as per-step seconds, so
+    drafts look cheap. Then ten verify steps, each of another size and seen once, run at three
+    times their start-up cost (load from other processes scales every token): the fit pools
+    them, learns the scale and the drafts stop, though no size's own average has moved much."""
+    policy = SpecPolicy(None, StepCost([1, 16, 64, 128, 256], [0.010, 0.030, 0.100, 0.200, 0.400]))
+    for _ in range(200):
+        policy.record_step(64, 0.300)
+    batch = [_request(5.0, 1.0)] * 64
+    assert sum(policy.choose(batch, [8] * 64, 0)) > 0
+    for n in range(70, 170, 10):
+        policy.record_step(n, 3 * policy.target_cost.base(n))
+    assert policy.choose(batch, [8] * 64, 0) == [0] * 64
 
 
 def test_drafting_steps_observed_to_cost_more_stop_the_drafts():
