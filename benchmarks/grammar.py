@@ -9,6 +9,10 @@ model's SmolLM2 (49k tokens) and Gemma 3 (262k tokens).
 
     .venv/bin/python benchmarks/grammar.py --limit 100 --vocab both [--plot grammar.png]
 
+`--slowest N` then lists our N slowest mask fills (a second pass of ours, fresh compiles): the
+schema, the step, the text before it, the configuration (a state's slice, absorb length and
+dominant target) and the time of walking that state again, warm.
+
 Competitors and the Gemma 3 tokenizer are optional and benchmark-only (not project
 dependencies); the Gemma package assembles a GGUF from chunk packages, of which only the
 tokenizer is read:
@@ -198,6 +202,63 @@ def run_engine(engine: Any, rows: list[dict], tokenizer: Any, eos: int) -> Resul
     return res
 
 
+def _describe(g: Any, configs: Any, cached: bool) -> tuple[str, tuple[int, bool] | None]:
+    """What a mask fill of `configs` did (described after it: the walk fills in the state's facts)."""
+    if cached:
+        return "cached", None
+    if len(configs) != 1:
+        return f"{len(configs)} configurations", None
+    ((stack, d),) = configs
+    dfa = g.dfa
+    slice_id, absorb, dom = int(dfa.slice_of[d]), int(dfa.absorb[d]), int(dfa.dominant[d])
+    return f"state {d} stack {len(stack)} slice {slice_id} absorb {min(absorb, 999)} dominant {dom}", (d, bool(stack))
+
+
+def _timed_fills(engine: Ours, g: Any, row: dict, tokenizer: Any, eos: int) -> list[tuple]:
+    """(us, schema id, step, text before, description, walked state, grammar) per fill of the valid instance."""
+    ids = tokenizer.encode(_compact(row["valid"][0]["data"]), add_special_tokens=False) + [eos]
+    m, out, done = g.matcher(), [], b""
+    for step, tid in enumerate(ids):
+        configs = m.state
+        cached = configs in g.masks
+        t0 = time.perf_counter()
+        engine.fill(m)
+        us = (time.perf_counter() - t0) * 1e6
+        out.append((us, row["id"], step, done[-24:], *_describe(g, configs, cached), g))
+        if not engine.allowed(tid) or not m.accept(tid):
+            break
+        done += engine.vocab.token_bytes[tid] or b""
+    return out
+
+
+def print_slowest(engine: Ours, rows: list[dict], tokenizer: Any, eos: int, count: int) -> None:
+    """Our `count` slowest mask fills over the rows (fresh compiles, not the compile cache), each with
+    the time of walking its state again (warm: rows built, caches hot)."""
+    from grammar.compiler import compiler_for
+    from grammar.frontends.json_schema import compile_schema_to_grammar
+    from grammar.masks.words import scratch
+
+    records: list[tuple] = []
+    for row in rows:
+        try:
+            g = compiler_for(engine.vocab).compile(compile_schema_to_grammar(row["schema"], "compact", False))
+        except Exception:  # noqa: BLE001 - a refusal: no masks to time
+            continue
+        records += _timed_fills(engine, g, row, tokenizer, eos)
+    times = np.array([r[0] for r in records])
+    print(f"\nours: {len(records)} fills, p50 {np.percentile(times, 50):.1f} us, p99 {np.percentile(times, 99):.0f} us; "
+          f"the {count} slowest:\n")
+    print("| us | warm again us | schema | step | text before | fill |\n|---:|---:|---|---:|---|---|")
+    for us, sid, step, before, desc, walked, g in sorted(records, key=lambda r: -r[0])[:count]:
+        again = float("nan")
+        if walked is not None:
+            words = scratch(g.index.vocab.num_words)
+            t0 = time.perf_counter()
+            g.index.walk.mask(g.index.tables, g.dfa, g.index, walked[0], walked[1], words)
+            again = (time.perf_counter() - t0) * 1e6
+        print(f"| {us:.0f} | {again:.0f} | {sid[:32]} | {step} | {before!r} | {desc} |")
+
+
 def _stats(res: Result, ids: set[str]) -> dict[str, float]:
     masks = np.array([t for sid, ts in res.mask_us.items() if sid in ids for t in ts] or [np.nan])
     accepts = np.array([t for sid, ts in res.accept_us.items() if sid in ids for t in ts] or [np.nan])
@@ -284,6 +345,7 @@ def main() -> None:
     parser.add_argument("--engines", default="ours,xgrammar,llguidance")
     parser.add_argument("--plot", default=None, help="write a PNG here (one per vocabulary: NAME-VOCAB.png)")
     parser.add_argument("--vocab", default="smollm2", choices=["smollm2", "gemma3", "both"])
+    parser.add_argument("--slowest", type=int, default=0, help="then list our N slowest mask fills")
     args = parser.parse_args()
     with gzip.open(args.data, "rt") as f:
         rows = [json.loads(line) for line in f]
@@ -312,6 +374,8 @@ def run_vocab(vocab_name: str, rows: list[dict], args: argparse.Namespace) -> No
         results.append(run_engine(engine, rows, tokenizer, eos))
         print(f"{vocab_name} {name}: per-tokenizer setup {setup_s:.2f} s, run {time.perf_counter() - t0:.1f} s")
     stats = print_tables(results, len(rows), vocab_name)
+    if args.slowest:
+        print_slowest(Ours(tokenizer), rows, tokenizer, eos, args.slowest)
     if args.plot:
         root, ext = os.path.splitext(args.plot)
         plot(results, stats, f"{root}-{vocab_name}{ext or '.png'}", vocab_name)
