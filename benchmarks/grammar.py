@@ -202,16 +202,17 @@ def run_engine(engine: Any, rows: list[dict], tokenizer: Any, eos: int) -> Resul
     return res
 
 
-def _describe(g: Any, configs: Any, cached: bool) -> tuple[str, tuple[int, bool] | None]:
+def _describe(g: Any, configs: Any, cached: bool, new_states: int) -> tuple[str, tuple[int, bool] | None]:
     """What a mask fill of `configs` did (described after it: the walk fills in the state's facts)."""
     if cached:
         return "cached", None
     if len(configs) != 1:
-        return f"{len(configs)} configurations", None
+        return f"{len(configs)} configurations, {new_states} new DFA states", None
     ((stack, d),) = configs
     dfa = g.dfa
     slice_id, absorb, dom = int(dfa.slice_of[d]), int(dfa.absorb[d]), int(dfa.dominant[d])
-    return f"state {d} stack {len(stack)} slice {slice_id} absorb {min(absorb, 999)} dominant {dom}", (d, bool(stack))
+    return (f"state {d} stack {len(stack)} slice {slice_id} absorb {min(absorb, 999)} dominant {dom}, "
+            f"{new_states} new DFA states"), (d, bool(stack))
 
 
 def _timed_fills(engine: Ours, g: Any, row: dict, tokenizer: Any, eos: int) -> list[tuple]:
@@ -220,11 +221,11 @@ def _timed_fills(engine: Ours, g: Any, row: dict, tokenizer: Any, eos: int) -> l
     m, out, done = g.matcher(), [], b""
     for step, tid in enumerate(ids):
         configs = m.state
-        cached = configs in g.masks
+        cached, states = configs in g.masks, g.dfa.num_states
         t0 = time.perf_counter()
         engine.fill(m)
         us = (time.perf_counter() - t0) * 1e6
-        out.append((us, row["id"], step, done[-24:], *_describe(g, configs, cached), g))
+        out.append((us, row["id"], step, done[-24:], *_describe(g, configs, cached, g.dfa.num_states - states), g))
         if not engine.allowed(tid) or not m.accept(tid):
             break
         done += engine.vocab.token_bytes[tid] or b""
