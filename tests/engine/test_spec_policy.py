@@ -100,7 +100,7 @@ def test_observed_steps_correct_the_start_up_costs():
     for _ in range(200):
         cost.record(1, 0.020)  # the machine got twice as slow (a rise is learnt slowly)
     assert abs(cost(1) - 0.020) < 1e-4
-    assert abs(cost(4) - 0.026) < 1e-3  # not seen: the nearest seen size below's extra seconds added
+    assert abs(cost(4) - 0.026) < 1e-3  # not seen: priced by the fit, the same extra seconds added
     cost.record(1, 10.0)  # one stall moves the estimate by a bounded step
     assert cost(1) < 0.03
     for _ in range(20):
