@@ -244,19 +244,23 @@ def test_schema_constrained_reply_validates(open_page, tiny_server):
 
 
 def test_metrics_panel_updates(open_page, tiny_server):
-    tab = open_page(tiny_server.url, "?poll_ms=150")
+    # The running and KV gauges are seen only by a poll that lands while the reply generates:
+    # the fastest poll the page allows and a reply as long as the tiny server's context takes
+    # (200 tokens, about 0.2 s, went by between two polls 150 ms apart on a loaded machine;
+    # 450 tokens at 100 ms give about four polls during the reply).
+    tab = open_page(tiny_server.url, "?poll_ms=100")
     page = tab.page
     tab.wait_model("tiny")
     page.wait_for_function("() => Number(document.getElementById('metrics').dataset.samples) >= 2")
     page.fill("input[name=temperature]", "0")
-    page.fill("input[name=max_tokens]", "200")
+    page.fill("input[name=max_tokens]", "450")
     page.check("input[name=ignore_eos]")
     tab.send("Tell me a long story")
     tab.reply(1)
-    assert page.inner_text("#m-tokens") == "200"
+    assert page.inner_text("#m-tokens") == "450"
     for cell in ("#m-tps", "#m-ttft", "#m-itl"):
         assert float(page.inner_text(cell).split()[0]) > 0
-    page.wait_for_function("() => playground.metrics.samples.slice(-1)[0].generated >= playground.metrics.samples[0].generated + 200")
+    page.wait_for_function("() => playground.metrics.samples.slice(-1)[0].generated >= playground.metrics.samples[0].generated + 450")
     samples = page.evaluate("playground.metrics.samples")
     assert max(s["genRate"] for s in samples) > 0
     assert max(s["running"] for s in samples) >= 1 or max(s["kv"] for s in samples) > 0
