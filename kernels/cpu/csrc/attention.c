@@ -134,7 +134,7 @@ scores_d(const float *q, const float *kbuf, int64_t nj, float scale, float *s, c
 /* acc = acc * corr + sum_j p[j] v_j, acc held in registers (D a multiple of 16, <= 128). */
 static inline __attribute__((always_inline)) void
 accumulate_d(float *acc, float corr, const float *p, const float *vbuf, int64_t nj, const int D) {
-    __m256 o[D / 8];
+    __m256 o[128 / 8]; /* a fixed size: a variable-length array would live in memory */
     const __m256 c = _mm256_set1_ps(corr);
     for (int i = 0; i < D / 8; i++) o[i] = _mm256_mul_ps(_mm256_loadu_ps(acc + 8 * i), c);
     for (int64_t j = 0; j < nj; j++) {
@@ -185,6 +185,108 @@ typedef struct {
     float *acc, *m, *l, *kbuf, *vbuf, *s;
 } attn_scratch;
 
+#ifdef HAVE_AVX2
+static inline float hmax8(__m256 v) {
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    return _mm_cvtss_f32(_mm_max_ss(h, _mm_movehdup_ps(h)));
+}
+
+static inline float hsum8(__m256 v) {
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    return _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h)));
+}
+#endif
+
+/* The largest of s[0, CHUNK) and m (exact in any order). */
+static inline float chunk_max(const float *s, float m) {
+#ifdef HAVE_AVX2
+    __m256 v = _mm256_loadu_ps(s);
+    for (int j = 8; j < CHUNK; j += 8) v = _mm256_max_ps(v, _mm256_loadu_ps(s + j));
+    const float top = hmax8(v);
+    return top > m ? top : m;
+#else
+    for (int j = 0; j < CHUNK; j++) m = s[j] > m ? s[j] : m;
+    return m;
+#endif
+}
+
+/* The sum of s[0, CHUNK) in one fixed order (eight lanes, then a fixed tree), so a row's sum
+ * does not depend on how many of the chunk's keys its step holds (the rest are exactly 0). */
+static inline float chunk_sum(const float *s) {
+#ifdef HAVE_AVX2
+    __m256 v = _mm256_loadu_ps(s);
+    for (int j = 8; j < CHUNK; j += 8) v = _mm256_add_ps(v, _mm256_loadu_ps(s + j));
+    return hsum8(v);
+#else
+    float sum = 0.f;
+    for (int j = 0; j < CHUNK; j++) sum += s[j];
+    return sum;
+#endif
+}
+
+/* One query row against one chunk of keys (kbuf/vbuf hold nj of them): scores, the online
+ * softmax update of (m, l) and the row's accumulator. Keys outside [jlo, jhi) are masked. */
+static void row_chunk(const float *qv, const attn_scratch *w, int64_t nj, int64_t jlo, int64_t jhi, int64_t d,
+                      float scale, float *acc, float *m, float *l) {
+    float *s = w->s;
+    chunk_scores(qv, w->kbuf, nj, d, scale, s);
+    for (int64_t j = 0; j < jlo; j++) s[j] = -INFINITY;
+    for (int64_t j = jhi; j < CHUNK; j++) s[j] = -INFINITY;
+    const float mx = chunk_max(s, *m);
+    const float corr = expf(*m - mx); /* 0 on the first chunk (m = -inf) */
+    exp_shifted(s, CHUNK, mx);        /* s[j] = exp(s[j] - mx), 0 where masked */
+    const float sum = chunk_sum(s);
+    chunk_accumulate(acc, corr, s, w->vbuf, nj, d);
+    *l = *l * corr + sum;
+    *m = mx;
+}
+
+/* The cache rows (slot * stride + h_kv) of head h_kv at positions j0 + [0, n). */
+static inline void chunk_rows(const int64_t *table, int64_t bs, int64_t stride, int64_t h_kv, int64_t j0, int64_t n,
+                              int64_t *rows) {
+    int64_t block = j0 / bs, off = j0 % bs;
+    for (int64_t j = 0; j < n; j++) {
+        rows[j] = (table[block] * bs + off) * stride + h_kv;
+        if (++off == bs) off = 0, block++;
+    }
+}
+
+/* Asks for the keys and values of the chunk after this one while this one is computed:
+ * a decode step reads each cached row once, and the weights streamed between layers have
+ * pushed it out of the caches. */
+static inline void prefetch_chunk(const attn_args *a, const int64_t *table, int64_t j0, int64_t n, int64_t h_kv) {
+#ifdef HAVE_AVX2
+    int64_t rows[CHUNK];
+    const int64_t d = a->head_dim, esize = a->kv->kind == KV_F32 ? 4 : 2;
+    chunk_rows(table, a->meta->block_size, a->num_kv_heads, h_kv, j0, n, rows);
+    for (int64_t j = 0; j < n; j++) {
+        const char *k = (const char *)a->kv->k + rows[j] * d * esize, *v = (const char *)a->kv->v + rows[j] * d * esize;
+        for (int64_t b = 0; b < d * esize; b += 64) {
+            _mm_prefetch(k + b, _MM_HINT_T0);
+            _mm_prefetch(v + b, _MM_HINT_T0);
+        }
+    }
+#else
+    (void)a, (void)table, (void)j0, (void)n, (void)h_kv;
+#endif
+}
+
+/* kbuf/vbuf rows [0, nj) = the keys and values of head h_kv at positions j0 + [0, nj), as
+ * floats; key rows up to the next multiple of 8 are zeros (scores run eight keys at a time). */
+static void gather_chunk(const attn_args *a, const int64_t *table, int64_t j0, int64_t nj, int64_t h_kv,
+                         attn_scratch *w) {
+    const int64_t d = a->head_dim;
+    int64_t rows[CHUNK];
+    chunk_rows(table, a->meta->block_size, a->num_kv_heads, h_kv, j0, nj, rows);
+    for (int64_t j = 0; j < nj; j++) {
+        load_row(a->kv->k, a->kv->kind, rows[j], d, w->kbuf + j * d);
+        load_row(a->kv->v, a->kv->kind, rows[j], d, w->vbuf + j * d);
+    }
+    for (int64_t j = nj; j % 8; j++) memset(w->kbuf + j * d, 0, (size_t)d * sizeof(float));
+}
+
 static void attend_item(const attn_args *a, int64_t r, int64_t h_kv, int64_t t0, int64_t nt, attn_scratch *w) {
     const attn_meta *mt = a->meta;
     const int64_t d = a->head_dim, group = a->num_heads / a->num_kv_heads, nrow = nt * group;
@@ -194,8 +296,7 @@ static void attend_item(const attn_args *a, int64_t r, int64_t h_kv, int64_t t0,
     /* chunks start at multiples of CHUNK whatever the tile, so a token's arithmetic does not
      * depend on which tile or step it is computed in (batch invariance) */
     const int64_t first = (win > 0 && pos0 - win + 1 > 0 ? pos0 - win + 1 : 0) / CHUNK * CHUNK;
-    const int64_t *table = mt->block_tables + r * mt->max_blocks, bs = mt->block_size;
-    const int64_t stride = a->num_kv_heads; /* cache rows per slot */
+    const int64_t *table = mt->block_tables + r * mt->max_blocks;
     for (int64_t i = 0; i < nrow; i++) {
         w->m[i] = -INFINITY;
         w->l[i] = 0.f;
@@ -203,32 +304,18 @@ static void attend_item(const attn_args *a, int64_t r, int64_t h_kv, int64_t t0,
     }
     for (int64_t j0 = first; j0 <= last; j0 += CHUNK) {
         const int64_t nj = last - j0 + 1 < CHUNK ? last - j0 + 1 : CHUNK;
-        for (int64_t j = 0; j < nj; j++) {
-            const int64_t pos = j0 + j, slot = table[pos / bs] * bs + pos % bs;
-            load_row(a->kv->k, a->kv->kind, slot * stride + h_kv, d, w->kbuf + j * d);
-            load_row(a->kv->v, a->kv->kind, slot * stride + h_kv, d, w->vbuf + j * d);
-        }
-        for (int64_t j = nj; j % 8; j++) memset(w->kbuf + j * d, 0, (size_t)d * sizeof(float));
+        gather_chunk(a, table, j0, nj, h_kv, w);
+        if (j0 + CHUNK <= last)
+            prefetch_chunk(a, table, j0 + CHUNK, last - j0 - CHUNK + 1 < CHUNK ? last - j0 - CHUNK + 1 : CHUNK, h_kv);
         for (int64_t t = 0; t < nt; t++) {
             const int64_t pos_t = pos0 + t, lo = win > 0 ? pos_t - win + 1 : 0;
+            /* keys j0 + [jlo, jhi) are visible to this token */
+            const int64_t jlo = lo > j0 ? lo - j0 : 0, jhi = pos_t - j0 + 1 < nj ? pos_t - j0 + 1 : nj;
+            if (jhi <= jlo) continue;
             for (int64_t g = 0; g < group; g++) {
                 const int64_t row = t * group + g;
                 const float *qv = a->q + (q_start + t0 + t) * a->ldq + (h_kv * group + g) * d;
-                /* keys j0 + [jlo, jhi) are visible to this token */
-                const int64_t jlo = lo > j0 ? lo - j0 : 0, jhi = pos_t - j0 + 1 < nj ? pos_t - j0 + 1 : nj;
-                if (jhi <= jlo) continue;
-                float mx = w->m[row], *s = w->s;
-                chunk_scores(qv, w->kbuf, nj, d, a->scale, s);
-                for (int64_t j = 0; j < jlo; j++) s[j] = -INFINITY;
-                for (int64_t j = jhi; j < nj; j++) s[j] = -INFINITY;
-                for (int64_t j = jlo; j < jhi; j++) mx = s[j] > mx ? s[j] : mx;
-                const float corr = expf(w->m[row] - mx); /* 0 on the first chunk (m = -inf) */
-                exp_shifted(s, nj, mx); /* s[j] = exp(s[j] - mx), 0 where masked */
-                float sum = 0.f;
-                for (int64_t j = 0; j < nj; j++) sum += s[j];
-                chunk_accumulate(w->acc + row * d, corr, s, w->vbuf, nj, d);
-                w->l[row] = w->l[row] * corr + sum;
-                w->m[row] = mx;
+                row_chunk(qv, w, nj, jlo, jhi, d, a->scale, w->acc + row * d, &w->m[row], &w->l[row]);
             }
         }
     }
