@@ -1,11 +1,14 @@
 /* Packed linear layers: out[M, N] = x[M, K] @ W^T (+ bias) for float, int8 and int4 weights.
  *
- * Weights are packed in panels of PANEL output columns (common.h). Up to DIRECT_ROWS rows
- * (decode and verify steps: reading the weights is the cost) are computed in one pass straight
- * from the packed bytes; more rows (prefill: arithmetic is the cost) dequantize a panel once per row block
- * into a float buffer and run a register-blocked TILE_ROWS x PANEL FMA kernel over it. Both
- * do the same arithmetic per row (each weight dequantized exactly, one FMA chain per output
- * in k order), so a request's result does not depend on its batch.
+ * Weights are packed in panels of PANEL output columns (common.h). With AVX2, quantized
+ * weights are read straight from the packed bytes: up to DIRECT_ROWS rows (decode steps) in
+ * registers, one pass, each weight dequantized once for all rows; more rows (verify steps,
+ * batches, prefill) one group at a time: the group's GROUP x PANEL weights dequantized once
+ * into an L1 buffer, then register-blocked tiles of TILE_ROWS rows run over it with their
+ * accumulators kept between groups. Float weights (and builds without AVX2) go through a
+ * float panel and the tile kernel over rows packed in tiles. Every path does the same
+ * arithmetic per row (each weight dequantized exactly, one FMA chain per output in k order),
+ * so a request's result does not depend on its batch.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -15,9 +18,9 @@
 #include "ops.h"
 #include "vec.h"
 
-#define DIRECT_ROWS 6   /* up to this many rows, one pass over the packed bytes (registers: 2 * DIRECT_ROWS + 3) */
-#define TILE_ROWS 6   /* rows per register-blocked tile on a dequantized panel */
-#define ROW_BLOCK (10 * TILE_ROWS) /* rows per tile (whole row tiles): their activations stay in L2 */
+#define DIRECT_ROWS 4 /* up to this many rows, all in registers (2 * DIRECT_ROWS accumulators + 7); above, groups */
+#define TILE_ROWS 6   /* rows per register-blocked tile (2 * TILE_ROWS accumulators + 3 registers) */
+#define ROW_BLOCK (10 * TILE_ROWS) /* rows per work item (whole row tiles): their activations stay in L2 */
 _Static_assert(DIRECT_ROWS <= ROW_BLOCK, "a direct call takes all of its rows in one row block");
 
 #ifdef HAVE_AVX2
@@ -92,6 +95,72 @@ direct_rows(const packed_linear *w, int64_t p, const float *x, int64_t ldx, cons
     }
 }
 
+/* buf[j][PANEL] = the float weights of group g of panel p (GROUP x PANEL floats, 2 KB: L1),
+ * each dequantized as direct_step does. */
+static void dequant_group(const packed_linear *w, int64_t p, int64_t g, float *buf) {
+    const group_view v = view_group(w, p, g);
+    if (w->kind == W_INT4) {
+        const __m128i low = _mm_set1_epi8(0x0F);
+        for (int j = 0; j < GROUP / 2; j++) {
+            const __m128i b = _mm_loadu_si128((const __m128i *)(v.q + j * PANEL));
+            for (int half = 0; half < 2; half++) {
+                const __m128i q = half ? _mm_and_si128(_mm_srli_epi16(b, 4), low) : _mm_and_si128(b, low);
+                float *o = buf + (2 * j + half) * PANEL;
+                _mm256_storeu_ps(o, _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(q)), v.d0, v.m0));
+                _mm256_storeu_ps(o + 8, _mm256_fmadd_ps(
+                    _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(q, q))), v.d1, v.m1));
+            }
+        }
+    } else {
+        for (int j = 0; j < GROUP; j++) {
+            const __m128i b = _mm_loadu_si128((const __m128i *)(v.q + j * PANEL));
+            _mm256_storeu_ps(buf + j * PANEL, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b)), v.d0));
+            _mm256_storeu_ps(buf + j * PANEL + 8,
+                             _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_unpackhi_epi64(b, b))), v.d1));
+        }
+    }
+}
+
+/* R (<= TILE_ROWS) rows over one dequantized group: acc[r] (kept between groups) += x_r . w. */
+static inline __attribute__((always_inline)) void
+group_tile(const float *buf, const float *x, int64_t ldx, const int R, float (*acc)[PANEL]) {
+    __m256 a[TILE_ROWS][2];
+    for (int r = 0; r < R; r++) a[r][0] = _mm256_loadu_ps(acc[r]), a[r][1] = _mm256_loadu_ps(acc[r] + 8);
+    for (int j = 0; j < GROUP; j++) {
+        const __m256 w0 = _mm256_loadu_ps(buf + j * PANEL), w1 = _mm256_loadu_ps(buf + j * PANEL + 8);
+        for (int r = 0; r < R; r++) {
+            const __m256 xa = _mm256_broadcast_ss(x + r * ldx + j);
+            a[r][0] = _mm256_fmadd_ps(xa, w0, a[r][0]);
+            a[r][1] = _mm256_fmadd_ps(xa, w1, a[r][1]);
+        }
+    }
+    for (int r = 0; r < R; r++) _mm256_storeu_ps(acc[r], a[r][0]), _mm256_storeu_ps(acc[r] + 8, a[r][1]);
+}
+
+static void group_block(const float *buf, const float *x, int64_t ldx, int R, float (*acc)[PANEL]) {
+    switch (R) {
+    case 6: group_tile(buf, x, ldx, 6, acc); break;
+    case 5: group_tile(buf, x, ldx, 5, acc); break;
+    case 4: group_tile(buf, x, ldx, 4, acc); break;
+    case 3: group_tile(buf, x, ldx, 3, acc); break;
+    case 2: group_tile(buf, x, ldx, 2, acc); break;
+    default: group_tile(buf, x, ldx, 1, acc); break;
+    }
+}
+
+/* rows (<= ROW_BLOCK) rows of panel p, one group at a time: the group dequantized once into
+ * L1, then every tile of rows over it. */
+static void group_rows(const packed_linear *w, int64_t p, const float *x, int64_t ldx, int rows,
+                       float out[ROW_BLOCK][PANEL]) {
+    float buf[GROUP * PANEL] __attribute__((aligned(32)));
+    memset(out, 0, sizeof(float) * PANEL * (size_t)rows);
+    for (int64_t g = 0; g < w->k / GROUP; g++) {
+        dequant_group(w, p, g, buf);
+        for (int r0 = 0; r0 < rows; r0 += TILE_ROWS)
+            group_block(buf, x + r0 * ldx + g * GROUP, ldx, rows - r0 < TILE_ROWS ? rows - r0 : TILE_ROWS, out + r0);
+    }
+}
+
 /* Many rows: a float panel buf[k][PANEL] times a packed tile of R (<= TILE_ROWS) rows,
  * xp[k][TILE_ROWS] (one contiguous stream of broadcasts), 2 * R accumulators. */
 static inline __attribute__((always_inline)) void
@@ -115,8 +184,6 @@ tile_rows(const float *buf, int64_t k, const float *xp, const int R, float out[T
 static void direct_block(const packed_linear *w, int64_t p, const float *x, int64_t ldx, int R,
                          float out[DIRECT_ROWS][PANEL]) {
     switch (R) {
-    case 6: direct_rows(w, p, x, ldx, 6, out); break;
-    case 5: direct_rows(w, p, x, ldx, 5, out); break;
     case 4: direct_rows(w, p, x, ldx, 4, out); break;
     case 3: direct_rows(w, p, x, ldx, 3, out); break;
     case 2: direct_rows(w, p, x, ldx, 2, out); break;
@@ -146,38 +213,13 @@ static void tile_block(const float *buf, int64_t k, const float *xp, int R, floa
 }
 #endif
 
-/* buf[k][PANEL] = the float values of panel p (scaled, minimum added). */
+/* buf[k][PANEL] = the float values of panel p (scaled, minimum added): the tile path of
+ * builds without AVX2 (with it, quantized weights take the direct and group paths). */
 static void dequant_panel(const packed_linear *w, int64_t p, float *buf) {
     const int64_t k = w->k, ng = k / GROUP;
     const uint16_t *sc = w->scales + p * ng * PANEL, *mn = w->kind == W_INT4 ? w->mins + p * ng * PANEL : NULL;
     for (int64_t g = 0; g < ng; g++) {
         float *o = buf + g * GROUP * PANEL;
-#ifdef HAVE_AVX2
-        const __m256 d0 = load_half8(sc + g * PANEL), d1 = load_half8(sc + g * PANEL + 8);
-        if (w->kind == W_INT4) {
-            const __m128i low = _mm_set1_epi8(0x0F);
-            const __m256 m0 = load_half8(mn + g * PANEL), m1 = load_half8(mn + g * PANEL + 8);
-            const uint8_t *q = (const uint8_t *)w->data + p * (k / 2) * PANEL + g * (GROUP / 2) * PANEL;
-            for (int j = 0; j < GROUP / 2; j++, o += 2 * PANEL) {
-                __m128i v = _mm_loadu_si128((const __m128i *)(q + j * PANEL));
-                __m128i lo = _mm_and_si128(v, low), hi = _mm_and_si128(_mm_srli_epi16(v, 4), low);
-                _mm256_storeu_ps(o, _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(lo)), d0, m0));
-                _mm256_storeu_ps(o + 8, _mm256_fmadd_ps(
-                    _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(lo, lo))), d1, m1));
-                _mm256_storeu_ps(o + PANEL, _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(hi)), d0, m0));
-                _mm256_storeu_ps(o + PANEL + 8, _mm256_fmadd_ps(
-                    _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(hi, hi))), d1, m1));
-            }
-        } else {
-            const int8_t *q = (const int8_t *)w->data + p * k * PANEL + g * GROUP * PANEL;
-            for (int j = 0; j < GROUP; j++, o += PANEL) {
-                __m128i v = _mm_loadu_si128((const __m128i *)(q + j * PANEL));
-                _mm256_storeu_ps(o, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v)), d0));
-                _mm256_storeu_ps(o + 8, _mm256_mul_ps(
-                    _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_unpackhi_epi64(v, v))), d1));
-            }
-        }
-#else
         for (int j = 0; j < GROUP; j++, o += PANEL) {
             if (w->kind == W_INT8) {
                 const int8_t *q = (const int8_t *)w->data + p * k * PANEL + (g * GROUP + j) * PANEL;
@@ -189,7 +231,6 @@ static void dequant_panel(const packed_linear *w, int64_t p, float *buf) {
                            f16_to_f32(mn[g * PANEL + c]);
             }
         }
-#endif
     }
 }
 
@@ -206,15 +247,17 @@ static void store_rows(const packed_linear *w, int64_t p, float (*tile)[PANEL], 
     }
 }
 
-/* Rows [0, rows) of panel p: straight from the packed bytes for few rows, else through a
- * dequantized float panel in `buf` (k * PANEL floats) and the register-blocked tile kernel
- * over `xp`, the rows packed in tiles of TILE_ROWS ([rows / TILE_ROWS][k][TILE_ROWS]). */
+/* Rows [0, rows) of panel p: quantized weights with AVX2 straight from the packed bytes (few
+ * rows in registers, more a group at a time); else through a float panel (the weights, or
+ * dequantized into `buf`, k * PANEL floats) and the register-blocked tile kernel over `xp`,
+ * the rows packed in tiles of TILE_ROWS ([rows / TILE_ROWS][k][TILE_ROWS]). */
 static void panel_block(const packed_linear *w, int64_t p, const float *x, int64_t ldx, const float *xp,
                         int64_t rows, float *out, int64_t ldo, float *buf, int accumulate) {
 #ifdef HAVE_AVX2
-    if (xp == NULL) { /* direct: rows <= DIRECT_ROWS share each load */
-        float tile[DIRECT_ROWS][PANEL];
-        direct_block(w, p, x, ldx, (int)rows, tile);
+    if (xp == NULL) {
+        float tile[ROW_BLOCK][PANEL];
+        if (rows <= DIRECT_ROWS) direct_block(w, p, x, ldx, (int)rows, tile);
+        else group_rows(w, p, x, ldx, (int)rows, tile);
         store_rows(w, p, tile, (int)rows, out, ldo, accumulate);
         return;
     }
@@ -249,7 +292,7 @@ void linear_packed(const packed_linear *w, const float *x, int64_t m, int64_t ld
     const int64_t np = (w->n + PANEL - 1) / PANEL;
     const int64_t nrb = (m + ROW_BLOCK - 1) / ROW_BLOCK, ntiles = nrb * np;
 #ifdef HAVE_AVX2
-    const int direct = m <= DIRECT_ROWS && w->kind != W_F32; /* else tiles: x packed, panels dequantized */
+    const int direct = w->kind != W_F32; /* else tiles: x packed, panels dequantized */
 #else
     const int direct = 0;
 #endif
@@ -260,8 +303,8 @@ void linear_packed(const packed_linear *w, const float *x, int64_t m, int64_t ld
         float *buf = !direct && w->kind != W_F32 ? (float *)malloc((size_t)w->k * PANEL * sizeof(float)) : NULL;
         if (!direct) pack_rows(x, ldx, m, w->k, xp); /* ends in a barrier */
 #pragma omp for schedule(static)
-        for (int64_t t = 0; t < ntiles; t++) {
-            const int64_t rb = t / np, p = t % np;
+        for (int64_t t = 0; t < ntiles; t++) { /* panel-major: threads share row blocks, a panel stays hot */
+            const int64_t p = t / nrb, rb = t % nrb;
             const int64_t r0 = rb * ROW_BLOCK, rows = m - r0 < ROW_BLOCK ? m - r0 : ROW_BLOCK;
             panel_block(w, p, x + r0 * ldx, ldx, xp ? xp + r0 * w->k : NULL, rows, out + r0 * ldo, ldo, buf,
                         accumulate);
