@@ -29,7 +29,7 @@ def test_attention_matches_reference(cpu_ops, seed):
     rng = random.Random(seed)
     torch.manual_seed(seed)
     heads, kv_heads = rng.choice([(4, 2), (9, 3), (4, 4), (8, 1)])
-    head_dim, block_size = rng.choice([16, 24, 64, 128]), rng.choice([4, 16])
+    head_dim, block_size = rng.choice([16, 24, 64, 80, 96, 128]), rng.choice([4, 16])
     dtype = rng.choice([torch.float32, torch.bfloat16, torch.float16])
     window = rng.choice([None, None, 5, 30])
     meta = _random_step(rng, rng.randint(1, 5), block_size, num_blocks=128)
@@ -49,11 +49,12 @@ def test_attention_of_a_single_key_is_its_value(cpu_ops):
     assert torch.allclose(out[0, 2:], v_cache[32, 1].expand(2, 8))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
 @pytest.mark.parametrize("window", [None, 7])
-def test_a_token_does_not_depend_on_its_step(cpu_ops, window):
+def test_a_token_does_not_depend_on_its_step(cpu_ops, window, dtype):
     """A token's output is bit-equal whether it is a decode, part of a prefill chunk, or batched."""
     torch.manual_seed(3)
-    block_size, k_cache, v_cache = 4, torch.randn(256, 2, 64), torch.randn(256, 2, 64)
+    block_size, k_cache, v_cache = 4, torch.randn(256, 2, 64).to(dtype), torch.randn(256, 2, 64).to(dtype)
     table = torch.arange(20).view(1, 20)
     q = torch.randn(70, 4, 64)
 
