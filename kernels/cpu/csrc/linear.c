@@ -303,7 +303,7 @@ void linear_packed(const packed_linear *w, const float *x, int64_t m, int64_t ld
         float *buf = !direct && w->kind != W_F32 ? (float *)malloc((size_t)w->k * PANEL * sizeof(float)) : NULL;
         if (!direct) pack_rows(x, ldx, m, w->k, xp); /* ends in a barrier */
 #pragma omp for schedule(static)
-        for (int64_t t = 0; t < ntiles; t++) { /* panel-major: threads share row blocks, a panel stays hot */
+        for (int64_t t = 0; t < ntiles; t++) { /* panel-major: the threads split the panels; a panel stays hot over its row blocks */
             const int64_t p = t / nrb, rb = t % nrb;
             const int64_t r0 = rb * ROW_BLOCK, rows = m - r0 < ROW_BLOCK ? m - r0 : ROW_BLOCK;
             panel_block(w, p, x + r0 * ldx, ldx, xp ? xp + r0 * w->k : NULL, rows, out + r0 * ldo, ldo, buf,
