@@ -13,6 +13,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "common.h"
 #include "ops.h"
@@ -302,9 +305,17 @@ void linear_packed(const packed_linear *w, const float *x, int64_t m, int64_t ld
     {
         float *buf = !direct && w->kind != W_F32 ? (float *)malloc((size_t)w->k * PANEL * sizeof(float)) : NULL;
         if (!direct) pack_rows(x, ldx, m, w->k, xp); /* ends in a barrier */
-#pragma omp for schedule(static)
-        for (int64_t t = 0; t < ntiles; t++) { /* panel-major: the threads split the panels; a panel stays hot over its row blocks */
-            const int64_t p = t / nrb, rb = t % nrb;
+        /* row-block-major, each row block's panels split evenly between the threads: they
+         * share one block's activations (L2) at a time, each streams contiguous panels, and a
+         * short last block does not fall to one thread alone */
+#ifdef _OPENMP
+        const int64_t chunk = (np + omp_get_num_threads() - 1) / omp_get_num_threads();
+#else
+        const int64_t chunk = np;
+#endif
+#pragma omp for schedule(static, chunk)
+        for (int64_t t = 0; t < ntiles; t++) {
+            const int64_t rb = t / np, p = t % np;
             const int64_t r0 = rb * ROW_BLOCK, rows = m - r0 < ROW_BLOCK ? m - r0 : ROW_BLOCK;
             panel_block(w, p, x + r0 * ldx, ldx, xp ? xp + r0 * w->k : NULL, rows, out + r0 * ldo, ldo, buf,
                         accumulate);
