@@ -87,6 +87,16 @@ def test_a_compile_returns_before_its_precompute(monkeypatch):
     assert g.precomputed > 0 and other.precomputed > 0
 
 
+def test_an_eager_compiler_makes_them_before_it_returns():
+    compiler = Compiler(byte_vocab(), deferred=False)
+    g = compiler.compile_json_schema(SCHEMA)
+    assert g.precompute_done.is_set() and g.precomputed > 10 and g.warmed > 0
+    assert compiler.worker._running is False  # nothing was submitted
+    deferred = Compiler(g.vocab).compile_json_schema(SCHEMA)
+    assert deferred.precompute_done.wait(10)
+    assert _same(_rows(deferred, list(TEXT) + [256]), _rows(g, list(TEXT) + [256]))
+
+
 def test_matchers_filling_during_the_precompute_get_the_same_bits():
     vocab = byte_vocab()
     compiler = Compiler(vocab)
