@@ -55,7 +55,10 @@ class PrecomputeWorker:
 
     def _run(self) -> None:
         while (grammar := self._next()) is not None:
-            self.precompute(grammar)
+            try:
+                self.precompute(grammar)
+            except Exception:  # noqa: BLE001 - e.g. MemoryError's kin: the same walk, on use, raises to its caller
+                grammar.end_precompute()  # its masks are made on use; the thread goes on with the next
 
     def precompute(self, grammar: CompiledGrammar) -> None:
         """Step `grammar`'s precompute until it is over or this thread spent `budget_s` on it."""

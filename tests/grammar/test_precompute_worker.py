@@ -87,6 +87,20 @@ def test_a_compile_returns_before_its_precompute(monkeypatch):
     assert g.precomputed > 0 and other.precomputed > 0
 
 
+def test_a_failed_precompute_ends_it_and_the_worker_goes_on(monkeypatch):
+    compiler = Compiler(byte_vocab())
+    bad = _deferred(compiler, compile_schema_to_grammar(SCHEMA))
+    monkeypatch.setattr(bad, "precompute_step", lambda: 1 / 0)
+    good = _deferred(compiler, compile_schema_to_grammar({"type": "array", "items": {"type": "number"}}))
+    worker = PrecomputeWorker()
+    worker.submit(good)
+    worker.submit(bad)  # raises on its thread
+    assert bad.precompute_done.wait(10) and good.precompute_done.wait(10)
+    assert good.precomputed > 0 and bad.precomputed == 0
+    assert _same(_rows(bad, list(TEXT) + [256]), _rows(compiler.compile(compile_schema_to_grammar(SCHEMA)),
+                                                          list(TEXT) + [256]))
+
+
 def test_an_eager_compiler_makes_them_before_it_returns():
     compiler = Compiler(byte_vocab(), deferred=False)
     g = compiler.compile_json_schema(SCHEMA)
