@@ -32,16 +32,18 @@ class PrecomputeWorker:
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         self._running = False
+        self._thread: threading.Thread | None = None
 
     def submit(self, grammar: CompiledGrammar) -> None:
         """Queue `grammar`'s precompute (its `precompute_done` is set when it is over)."""
         with self._lock:
             self._todo.append(grammar)
-            if self._running:
+            if self._running and self._thread is not None and self._thread.is_alive():  # (not in a forked child)
                 self._wake.notify()
                 return
             self._running = True
-        threading.Thread(target=self._run, name="grammar-precompute", daemon=True).start()
+            self._thread = threading.Thread(target=self._run, name="grammar-precompute", daemon=True)
+            self._thread.start()
 
     def _next(self) -> CompiledGrammar | None:
         """The newest queued grammar, waiting up to IDLE_EXIT_S; None (the thread ends) after that."""

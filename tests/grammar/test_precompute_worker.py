@@ -150,6 +150,11 @@ def test_the_worker_keeps_to_its_budget_and_ends_when_idle(monkeypatch):
     k = _deferred(compiler, compile_schema_to_grammar({"enum": [1, "a"]}))
     worker.submit(k)
     assert k.precompute_done.wait(10)
+    worker._running = True  # as a forked child sees it: running, but its thread is not there
+    worker._thread = threading.Thread(target=lambda: None)
+    m = _deferred(compiler, compile_schema_to_grammar({"enum": [2, "b"]}))
+    worker.submit(m)
+    assert m.precompute_done.wait(10)
 
 
 @pytest.mark.model
