@@ -9,6 +9,11 @@ model's SmolLM2 (49k tokens) and Gemma 3 (262k tokens).
 
     .venv/bin/python benchmarks/grammar.py --limit 100 --vocab both [--plot grammar.png]
 
+`--gap-ms M` sleeps M ms between each compile and its first mask fill, as a request's prefill
+would (0, the default: fills right after the compile; ours makes most of its first masks on a
+thread after the compile returned, grammar/precompute_worker.py, so back to back its fills race
+that thread and make many of those masks themselves).
+
 `--slowest N` then lists our N slowest mask fills (a second pass of ours, fresh compiles): the
 schema, the step, the text before it, the configuration (a state's slice, absorb length and
 dominant target) and the time of walking that state again, warm.
@@ -157,7 +162,7 @@ def _compact(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def run_engine(engine: Any, rows: list[dict], tokenizer: Any, eos: int) -> Result:
+def run_engine(engine: Any, rows: list[dict], tokenizer: Any, eos: int, gap_ms: float = 0.0) -> Result:
     res = Result(engine.name)
     for row in rows:
         sid = row["id"]
@@ -174,6 +179,8 @@ def run_engine(engine: Any, rows: list[dict], tokenizer: Any, eos: int) -> Resul
         ok = True
         for inst in row["valid"][:1]:
             ids = tokenizer.encode(_compact(inst["data"]), add_special_tokens=False) + [eos]
+            if gap_ms:
+                time.sleep(gap_ms / 1e3)  # the request's prefill: work after a compile returned goes on
             m = engine.matcher(compiled)
             for tid in ids:
                 t1 = time.perf_counter()
@@ -346,6 +353,8 @@ def main() -> None:
     parser.add_argument("--engines", default="ours,xgrammar,llguidance")
     parser.add_argument("--plot", default=None, help="write a PNG here (one per vocabulary: NAME-VOCAB.png)")
     parser.add_argument("--vocab", default="smollm2", choices=["smollm2", "gemma3", "both"])
+    parser.add_argument("--gap-ms", type=float, default=0.0,
+                        help="sleep this long between a compile and its first mask (a prefill; 0: back to back)")
     parser.add_argument("--slowest", type=int, default=0, help="then list our N slowest mask fills")
     args = parser.parse_args()
     with gzip.open(args.data, "rt") as f:
@@ -372,7 +381,7 @@ def run_vocab(vocab_name: str, rows: list[dict], args: argparse.Namespace) -> No
             continue
         setup_s = time.perf_counter() - t0
         t0 = time.perf_counter()
-        results.append(run_engine(engine, rows, tokenizer, eos))
+        results.append(run_engine(engine, rows, tokenizer, eos, args.gap_ms))
         print(f"{vocab_name} {name}: per-tokenizer setup {setup_s:.2f} s, run {time.perf_counter() - t0:.1f} s")
     stats = print_tables(results, len(rows), vocab_name)
     if args.slowest:

@@ -12,7 +12,7 @@ from grammar.automaton.pda import States, advance, is_complete
 from grammar.bitmask import BitmaskViews
 from grammar.ir import Grammar
 from grammar.masks.index import MAX_RUN, TokenIndex
-from grammar.masks.precompute import precompute_masks
+from grammar.masks.precompute import Frontier
 from grammar.masks.slices import ASCII_TEXT_SLICE
 from grammar.masks.state_masks import Key, StateMask, compute_mask, fill_single
 from grammar.masks.words import Words, dense, write_row
@@ -29,9 +29,11 @@ UTF8_RUN_TOKENS = 50_000
 # first masks' walks find most of their rows (1-2 us each) built: some 500 rows in the budget.
 WARM_ROWS = 2000
 WARM_BUDGET_S = 0.0015
-# State masks made at compile time, likeliest first outward from the start (grammar/masks/precompute.py):
+# State masks made ahead of use, likeliest first outward from the start (grammar/masks/precompute.py):
 # the first steps' masks are then cache hits; about 100-150 states (~15 us each) fit the budget:
 # on the dev schemas 100 states leave 40% of the masks to be made on use, none 60% (mask p50 ~3x).
+# An eager grammar makes them in its constructor (the budget in wall time); a deferred one after
+# its compile returned, a state at a time (grammar/precompute_worker.py: the budget in its CPU time).
 PRECOMPUTE_STATES = 1000
 PRECOMPUTE_BUDGET_S = 0.002
 
@@ -41,11 +43,13 @@ class CompiledGrammar:
 
     Immutable from the outside: the lazily built DFA rows and the per-state mask cache are
     memoization shared by all matchers of this grammar (guarded by a lock, so matchers may
-    live on different threads). Call `matcher()` once per request.
+    live on different threads). Call `matcher()` once per request. With `deferred`, the masks
+    made ahead of use are left to `precompute_step` (called by grammar/precompute_worker.py, on
+    its thread, after the compile returned); `precompute_done` is set when they are over.
     """
 
     def __init__(self, grammar: Grammar, index: TokenIndex, views: BitmaskViews | None = None,
-                 builder: type = DEFAULT_BUILDER) -> None:
+                 builder: type = DEFAULT_BUILDER, deferred: bool = False) -> None:
         self.index = index
         self.vocab = index.vocab
         self.views = views or BitmaskViews()
@@ -53,14 +57,45 @@ class CompiledGrammar:
         slices = index.slices
         self.dfa = LazyDfa(self.nfa, min(index.trie.max_len, MAX_ABSORB), slices.canonical_sets, builder)
         self.dfa.set_utf8(ASCII_TEXT_SLICE, slices.utf8_text_slice, index.trie.num_non_ascii >= UTF8_RUN_TOKENS)
-        self.warmed = self.dfa.warm(WARM_ROWS, WARM_BUDGET_S)
+        # (deferred: no rows built ahead; the walks of the first masks build the rows they need)
+        self.warmed = 0 if deferred else self.dfa.warm(WARM_ROWS, WARM_BUDGET_S)
         self.initial: States = frozenset((((), self.dfa.rule_start[0]),))
         self.lock = threading.RLock()
         self._state_masks: dict[Key, StateMask] = {}
         self.masks: dict[States, Words] = {}  # by configurations; read by matchers, written under the lock
         self._complete: dict[States, bool] = {}
-        self.precomputed = precompute_masks(self.dfa, index, self._state_masks, self.masks,
-                                            PRECOMPUTE_STATES, PRECOMPUTE_BUDGET_S)
+        self._precomputed = 0
+        self._frontier: Frontier | None = Frontier(self.dfa, index, self._state_masks, self.masks)
+        self.precompute_done = threading.Event()
+        if not deferred:
+            self._frontier.run(PRECOMPUTE_STATES, PRECOMPUTE_BUDGET_S)
+            self.end_precompute()
+
+    @property
+    def precomputed(self) -> int:
+        """How many states' masks were made ahead of use so far."""
+        frontier = self._frontier
+        return frontier.done if frontier is not None else self._precomputed
+
+    def precompute_step(self) -> bool:
+        """Make one more state's mask ahead of use, under the lock (a matcher's fill of the same
+        state waits for it, then finds it made); False, ending the precompute, when it is over."""
+        with self.lock:
+            frontier = self._frontier
+            if frontier is None:
+                return False
+            if frontier.done < PRECOMPUTE_STATES and frontier.step():
+                return True
+            self.end_precompute()
+            return False
+
+    def end_precompute(self) -> None:
+        """No more masks ahead of use (the budget is spent); sets `precompute_done`."""
+        with self.lock:
+            if self._frontier is not None:
+                self._precomputed = self._frontier.done
+                self._frontier = None  # (its queues and sets are freed)
+            self.precompute_done.set()
 
     def matcher(self) -> Matcher:
         return Matcher(self)

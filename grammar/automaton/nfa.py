@@ -34,15 +34,19 @@ class Nfa:
     rule_names: list[str] = field(default_factory=list)
 
     def new_state(self) -> int:
+        n = len(self.eps)
         self.byte_edges.append([])
         self.eps.append([])
         self.calls.append([])
-        n = len(self.eps)
-        if n & 1023 == 0:
-            if n > MAX_NFA_STATES:
-                raise GrammarError(f"grammar too large (over {MAX_NFA_STATES} automaton states)")
-            check_time_limit()
-        return n - 1
+        if not (n + 1) & 1023:
+            self.check_size(n + 1)
+        return n
+
+    def check_size(self, num_states: int) -> None:
+        """Every 1024 states: the state limit and the compile's time limit."""
+        if num_states > MAX_NFA_STATES:
+            raise GrammarError(f"grammar too large (over {MAX_NFA_STATES} automaton states)")
+        check_time_limit()
 
 
 _KINDS = (Bytes, Seq, Alt, Repeat, Ref, Graph)
@@ -74,15 +78,22 @@ def _rule_facts(grammar: Grammar) -> _RuleFacts:
         refs: set[str] = set()
         ref_times: list[tuple[str, int]] = []
         size = 0
-        stack: list[tuple[Node, int]] = [(node, 1)]
-        while stack:
-            cur, times = stack.pop()
+        ones: list[Node] = [node]  # nodes copied once (most of them: no tuple per node)...
+        stack: list[tuple[Node, int]] = []  # ...and nodes inside repeats, with their copy counts
+        while ones or stack:
+            if ones:
+                cur, times = ones.pop(), 1
+            else:
+                cur, times = stack.pop()
             size += times
             kind = type(cur)
             if kind not in _KINDS:
                 kind = _kind(cur)
             if kind is Seq or kind is Alt:
-                stack.extend((i, times) for i in cur.items)
+                if times == 1:
+                    ones.extend(cur.items)
+                else:
+                    stack.extend([(i, times) for i in cur.items])
             elif kind is Ref:
                 if cur.name not in grammar.rules:
                     raise GrammarError(f"undefined rule {cur.name!r}")
@@ -90,9 +101,17 @@ def _rule_facts(grammar: Grammar) -> _RuleFacts:
                 counts[cur.name] = counts.get(cur.name, 0) + 1
                 ref_times.append((cur.name, times))
             elif kind is Repeat:
-                stack.append((cur.item, times * max(cur.min if cur.max is None else cur.max, 1)))
+                copies = times * max(cur.min if cur.max is None else cur.max, 1)
+                if copies == 1:
+                    ones.append(cur.item)
+                else:
+                    stack.append((cur.item, copies))
             elif kind is Graph:
-                stack.extend((e, times) for _, _, e in cur.edges if e is not None)
+                labels = [e for _, _, e in cur.edges if e is not None]
+                if times == 1:
+                    ones.extend(labels)
+                else:
+                    stack.extend([(e, times) for e in labels])
                 size += times * cur.num_states
         facts.graph[name] = refs
         facts.own_size[name] = size
@@ -182,7 +201,7 @@ class NfaBuilder:
                 ((lo, hi),) = ranges
                 nfa.byte_edges[s].append((lo, hi, t))
             else:
-                nfa.byte_edges[s].extend((lo, hi, t) for lo, hi in ranges)
+                nfa.byte_edges[s].extend([(lo, hi, t) for lo, hi in ranges])
         elif kind is Seq:
             self.emit_seq(node.items, s, t)
         elif kind is Alt:
@@ -209,9 +228,18 @@ class NfaBuilder:
             return
         cur = s
         last = len(items) - 1
-        emit, new_state, byte_edges = self.emit, self.nfa.new_state, self.nfa.byte_edges
+        nfa = self.nfa
+        emit, byte_edges, eps, calls = self.emit, nfa.byte_edges, nfa.eps, nfa.calls
         for i, item in enumerate(items):
-            nxt = t if i == last else new_state()
+            if i == last:
+                nxt = t
+            else:  # nfa.new_state(), inline
+                nxt = len(eps)
+                byte_edges.append([])
+                eps.append([])
+                calls.append([])
+                if not (nxt + 1) & 1023:
+                    nfa.check_size(nxt + 1)
             if type(item) is Bytes and len(item.ranges) == 1:  # a literal's byte: emit's first case, inline
                 lo, hi = item.ranges[0]
                 byte_edges[cur].append((lo, hi, nxt))

@@ -1,11 +1,12 @@
-"""Masks made at compile time, so that decoding's first steps find them made.
+"""Masks made ahead of use, so that decoding's first steps find them made.
 
-A mask made lazily costs its step 5-30 us of trie walk plus the Python around it; made here it
+A mask made lazily costs its step 5-30 us of trie walk plus the Python around it; made ahead it
 costs a dictionary hit (~2 us). Which states to make: the token boundaries nearest the start,
 breadth-first, those the longest tokens reach first — the walk of a state reports the states its
 allowed tokens end in (the walk's `mask_ends`), and those are the states the next step's
-mask starts from. Bounded by a count and a time budget (the time to the first mask stays a few
-milliseconds); whatever is not made here is made on first use.
+mask starts from. Bounded by a count and a time budget; whatever is not made here is made on
+first use. `Frontier` walks one state per `step`, so that the caller can run it under its
+grammar's lock a state at a time (grammar/precompute_worker.py, after the compile returned).
 """
 
 from __future__ import annotations
@@ -23,56 +24,79 @@ from grammar.masks.words import Words, scratch
 LIKELY_ENDS = 2  # a walk's end states (longest tokens first) taken ahead of the others
 
 
-def precompute_masks(dfa: LazyDfa, index: TokenIndex, state_masks: dict[Key, StateMask],
-                     masks: dict[States, Words], max_states: int, budget_s: float) -> int:
-    """Walk up to `max_states` states (about `budget_s` seconds) outward from the rule starts,
-    filling `state_masks` and, for a state on the empty stack that needs no pushdown step, the
-    whole-configuration cache `masks`; returns how many states were walked. The states the longest
-    tokens end in go first (a tokenizer's merges make long tokens: `{"` + `name`, not `n` + `am`)."""
-    if max_states <= 0 or budget_s <= 0:
-        return 0
-    words = scratch(index.vocab.num_words)
-    end = time.perf_counter() + budget_s
-    starts = [(dfa.rule_start[0], False)] + [(s, True) for s in dfa.rule_start[1:]]
-    likely: deque[Key] = deque(starts)  # breadth-first over the likeliest boundaries...
-    other: deque[Key] = deque()  # ...then over the others
-    in_likely: set[Key] = set(starts)
-    in_other: set[Key] = set()
-    walk, tables = index.walk.mask_ends, index.tables  # (bound once: this loop is the compile's hottest)
-    flags_of, dominant = dfa.flags.item, dfa.dominant.item
-    done = 0
-    while done < max_states:
-        if likely:
-            key = likely.popleft()
-        elif other:
-            key = other.popleft()
-        else:
-            break
-        if key in state_masks:  # queued among the others, then among the likely ones
-            continue
+class Frontier:
+    """The states still to walk, likeliest first, of one grammar's DFA; `step` walks the next one
+    not walked yet, filling `state_masks` and, for a state on the empty stack that needs no pushdown
+    step, the whole-configuration cache `masks` (the grammar's caches, shared with its matchers:
+    the caller holds the grammar's lock around each step; a state a matcher made meanwhile is
+    walked again for the states its tokens end in, and its mask kept as it is). The states the longest tokens end in
+    go first (a tokenizer's merges make long tokens: `{"` + `name`, not `n` + `am`)."""
+
+    __slots__ = ("dfa", "index", "state_masks", "masks", "likely", "other", "in_likely", "in_other", "walked", "done")
+
+    def __init__(self, dfa: LazyDfa, index: TokenIndex, state_masks: dict[Key, StateMask],
+                 masks: dict[States, Words]) -> None:
+        self.dfa, self.index, self.state_masks, self.masks = dfa, index, state_masks, masks
+        starts = [(dfa.rule_start[0], False)] + [(s, True) for s in dfa.rule_start[1:]]
+        self.likely: deque[Key] = deque(starts)  # breadth-first over the likeliest boundaries...
+        self.other: deque[Key] = deque()  # ...then over the others
+        self.in_likely: set[Key] = set(starts)
+        self.in_other: set[Key] = set()
+        self.walked: set[Key] = set()
+        self.done = 0  # states walked here
+
+    def _next(self) -> Key | None:
+        """The next state not walked here yet, or None when none is left."""
+        while True:
+            if self.likely:
+                key = self.likely.popleft()
+            elif self.other:
+                key = self.other.popleft()
+            else:
+                return None
+            if key not in self.walked:  # (queued among the others, then among the likely ones)
+                return key
+
+    def step(self) -> bool:
+        """Walk the next state; False when none is left."""
+        key = self._next()
+        if key is None:
+            return False
+        dfa, index = self.dfa, self.index
         d, nonempty = key
-        raw, ends = walk(tables, dfa, index, d, nonempty, words)
-        sm = state_masks[key] = keep_walked(dfa, index, d, words, raw)
-        done += 1
-        flags = flags_of(d)
+        words = scratch(index.vocab.num_words)
+        raw, ends = index.walk.mask_ends(index.tables, dfa, index, d, nonempty, words)
+        sm = self.state_masks.get(key)  # made meanwhile by a matcher (deferred): walked again for its ends
+        if sm is None:
+            sm = self.state_masks[key] = keep_walked(dfa, index, d, words, raw)
+        self.walked.add(key)
+        self.done += 1
+        flags = dfa.flags.item(d)
         if not nonempty and not flags & STOP and not raw:  # stack-free: the configuration's mask too
-            masks[frozenset((((), d),))] = sm.words
+            self.masks.setdefault(frozenset((((), d),)), sm.words)
         first = [(t, nonempty) for t in ends[:LIKELY_ENDS]]
-        dom = dominant(d)
+        dom = dfa.dominant.item(d)
         if dom >= 0:  # the next state of a run a slice absorbs (tokens ending inside it)
             first.append((dom, nonempty))
         if flags & FLAG_CALLS:  # tokens that enter a called rule, and the states returned to
             for rule, ret in dfa.calls(d):
                 first += [(dfa.rule_start[rule], True), (ret, nonempty)]
         for k in first:
-            if k not in in_likely and k not in state_masks:
-                in_likely.add(k)
-                likely.append(k)
+            if k not in self.in_likely and k not in self.walked:
+                self.in_likely.add(k)
+                self.likely.append(k)
         for t in ends[LIKELY_ENDS:]:
             k = (t, nonempty)
-            if k not in in_likely and k not in in_other:
-                in_other.add(k)
-                other.append(k)
-        if done % 8 == 0 and time.perf_counter() > end:
-            break
-    return done
+            if k not in self.in_likely and k not in self.in_other:
+                self.in_other.add(k)
+                self.other.append(k)
+        return True
+
+    def run(self, max_states: int, budget_s: float) -> int:
+        """Step until `max_states` states are walked here, none is left or about `budget_s` seconds
+        passed (at once: an eager compile); returns how many states were walked."""
+        end = time.perf_counter() + budget_s
+        while self.done < max_states and self.step():
+            if self.done % 8 == 0 and time.perf_counter() > end:
+                break
+        return self.done

@@ -111,7 +111,7 @@ def test_a_compile_runs_with_the_cycle_collector_off_and_leaves_it_as_it_was(mon
     seen = []
     compiler = grammar.Compiler(VOCAB)
     inner = compiler.compile
-    monkeypatch.setattr(compiler, "compile", lambda g: (seen.append(gc.isenabled()), inner(g))[1])
+    monkeypatch.setattr(compiler, "compile", lambda g, **kw: (seen.append(gc.isenabled()), inner(g, **kw))[1])
     was = gc.isenabled()
     try:
         (gc.enable if enabled else gc.disable)()

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 import grammar
-from grammar.automaton.nfa import COMPACT_ABOVE, NfaBuilder, build_nfa
+from grammar.automaton.nfa import COMPACT_ABOVE, NfaBuilder, _rule_facts, build_nfa
 from grammar.frontends import json_text, unicode
 from grammar.frontends.json_schema import compile_schema_to_grammar
-from grammar.ir import Alt, Bytes, Grammar, Ref, Repeat, Seq, alt, lit
+from grammar.ir import Alt, Bytes, Grammar, Graph, Ref, Repeat, Seq, alt, lit
 from tests.grammar.conftest import byte_vocab
 from tests.grammar.helpers import accepts_text
 
@@ -73,3 +73,37 @@ def test_a_node_subclass_builds_as_its_base_class():
     plain = build_nfa(Grammar({"start": Seq((Alt((lit("a"), lit("b"))), Ref("r"))), "r": lit("c")}))
     sub = build_nfa(Grammar({"start": Seq((Group((lit("a"), lit("b"))), Ref("r"))), "r": lit("c")}))
     assert (plain.byte_edges, plain.eps, plain.calls) == (sub.byte_edges, sub.eps, sub.calls)
+
+
+def _facts_by_recursion(node, times=1):
+    """(size, [(ref, times)]) of a rule's nodes, the plain recursive way (what _rule_facts computes)."""
+    size, refs = times, []
+    if isinstance(node, Bytes):
+        parts = []
+    elif isinstance(node, (Seq, Alt)):
+        parts = [_facts_by_recursion(i, times) for i in node.items]
+    elif isinstance(node, Ref):
+        parts = []
+        refs.append((node.name, times))
+    elif isinstance(node, Repeat):
+        parts = [_facts_by_recursion(node.item, times * max(node.min if node.max is None else node.max, 1))]
+    else:
+        parts = [_facts_by_recursion(e, times) for _, _, e in node.edges if e is not None]
+        size += times * node.num_states
+    for s, r in parts:
+        size += s
+        refs += r
+    return size, refs
+
+
+def test_rule_facts_count_nodes_once_per_copy():
+    """_rule_facts keeps nodes copied once apart from those inside repeats (no tuple per node)."""
+    graph = Graph(3, ((0, 1, lit("k")), (1, 2, None), (1, 1, Repeat(Ref("r"), 2, 3))), (2,))
+    rules = {"start": Seq((Repeat(Seq((Ref("r"), graph)), 0, None), Repeat(Alt((graph, lit("xy"))), 4, 4), Ref("r"))),
+             "r": Alt((Repeat(lit("ab"), 1, 1), Repeat(Ref("s"), 0, 2))), "s": lit("z")}
+    facts = _rule_facts(Grammar(rules))
+    for name, node in rules.items():
+        size, refs = _facts_by_recursion(node)
+        assert facts.own_size[name] == size and sorted(facts.ref_times[name]) == sorted(refs), name
+        assert facts.graph[name] == {r for r, _ in refs}
+    assert facts.counts == {"r": 4, "s": 1}

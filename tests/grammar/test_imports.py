@@ -15,7 +15,8 @@ WINGS = {
     "grammar.automaton": set(),
     "grammar.masks": {"grammar.automaton"},
 }
-FACE = {"grammar", "grammar.compiled", "grammar.compiler", "grammar.matcher", "grammar.bitmask"}
+FACE = {"grammar", "grammar.compiled", "grammar.compiler", "grammar.matcher", "grammar.bitmask",
+        "grammar.precompute_worker"}
 
 
 def _module_name(path: Path) -> str:

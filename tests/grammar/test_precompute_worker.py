@@ -1,0 +1,178 @@
+"""Masks made ahead of use after the compile returned (grammar/precompute_worker.py): the same bits
+as made at once, a compile that does not wait for them, and matchers filling meanwhile."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import grammar
+from grammar import precompute_worker
+from grammar.compiled import CompiledGrammar
+from grammar.compiler import Compiler
+from grammar.frontends.json_schema import compile_schema_to_grammar
+from grammar.precompute_worker import PrecomputeWorker
+
+from .conftest import byte_vocab
+
+SCHEMA = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 8}, "age": {"type": "integer"},
+                                           "tags": {"type": "array", "items": {"enum": ["a", "bc"]}}},
+          "required": ["name", "age"], "additionalProperties": False}
+TEXT = b'{"name":"x y","age":-12,"tags":["bc","a"]}'
+
+
+def _rows(g: CompiledGrammar, token_ids: list[int]) -> list[np.ndarray]:
+    """The bitmask rows a matcher fills along `token_ids` (stopping at a rejected token)."""
+    m = g.matcher()
+    bitmask = grammar.allocate_bitmask(1, g.vocab)
+    out = []
+    for tid in token_ids:
+        m.fill_bitmask(bitmask, 0)
+        out.append(bitmask[0].numpy().copy())
+        if not m.accept(tid):
+            break
+    return out
+
+
+def _same(a: list[np.ndarray], b: list[np.ndarray]) -> bool:
+    return len(a) == len(b) and all((x == y).all() for x, y in zip(a, b))
+
+
+def _deferred(compiler: Compiler, g: grammar.ir.Grammar) -> CompiledGrammar:
+    compiled = compiler.compile(g, deferred=True)
+    compiled.mask(compiled.initial)  # as a cached compile does before it returns
+    return compiled
+
+
+def test_deferred_masks_equal_the_eager_ones_toy_vocab():
+    compiler = Compiler(byte_vocab())
+    g = compile_schema_to_grammar(SCHEMA)
+    ids = list(TEXT) + [256]
+    eager = compiler.compile(g)
+    assert eager.precompute_done.is_set() and eager.precomputed > 0 and eager.warmed > 0
+    deferred = _deferred(compiler, g)
+    assert not deferred.precompute_done.is_set() and deferred.precomputed == 0 and deferred.warmed == 0
+    PrecomputeWorker(budget_s=1.0).precompute(deferred)  # on this thread, to its end
+    assert deferred.precompute_done.is_set()
+    assert deferred.precomputed > 10  # the start was made first: walked again for its successors
+    assert _same(_rows(deferred, ids), _rows(eager, ids))
+    assert _same(_rows(_deferred(compiler, g), ids), _rows(eager, ids))  # nothing precomputed at all
+
+
+def test_a_compile_returns_before_its_precompute(monkeypatch):
+    release = threading.Event()
+    step = CompiledGrammar.precompute_step
+
+    def held(self: CompiledGrammar) -> bool:
+        release.wait(10)
+        return step(self)
+
+    monkeypatch.setattr(CompiledGrammar, "precompute_step", held)
+    vocab = byte_vocab()
+    t0 = time.perf_counter()
+    g = grammar.compile_json_schema(SCHEMA, vocab)
+    assert time.perf_counter() - t0 < 5  # did not wait for the held step
+    assert not g.precompute_done.is_set() and g.precomputed == 0
+    assert g.initial in g.masks  # the first mask is made before the compile returns
+    other = grammar.compile_regex("[a-c]+x", vocab)  # a later compile is not held up either
+    assert other.initial in other.masks and not other.precompute_done.is_set()
+    want = _rows(CompiledGrammar(compile_schema_to_grammar(SCHEMA), g.index), list(TEXT) + [256])
+    assert _same(_rows(g, list(TEXT) + [256]), want)  # a matcher fills meanwhile, on its own
+    release.set()
+    assert g.precompute_done.wait(10) and other.precompute_done.wait(10)
+    assert g.precomputed > 0 and other.precomputed > 0
+
+
+def test_a_failed_precompute_ends_it_and_the_worker_goes_on(monkeypatch):
+    compiler = Compiler(byte_vocab())
+    bad = _deferred(compiler, compile_schema_to_grammar(SCHEMA))
+    monkeypatch.setattr(bad, "precompute_step", lambda: 1 / 0)
+    good = _deferred(compiler, compile_schema_to_grammar({"type": "array", "items": {"type": "number"}}))
+    worker = PrecomputeWorker()
+    worker.submit(good)
+    worker.submit(bad)  # raises on its thread
+    assert bad.precompute_done.wait(10) and good.precompute_done.wait(10)
+    assert good.precomputed > 0 and bad.precomputed == 0
+    assert _same(_rows(bad, list(TEXT) + [256]), _rows(compiler.compile(compile_schema_to_grammar(SCHEMA)),
+                                                          list(TEXT) + [256]))
+
+
+def test_an_eager_compiler_makes_them_before_it_returns():
+    compiler = Compiler(byte_vocab(), deferred=False)
+    g = compiler.compile_json_schema(SCHEMA)
+    assert g.precompute_done.is_set() and g.precomputed > 10 and g.warmed > 0
+    assert compiler.worker._running is False  # nothing was submitted
+    deferred = Compiler(g.vocab).compile_json_schema(SCHEMA)
+    assert deferred.precompute_done.wait(10)
+    assert _same(_rows(deferred, list(TEXT) + [256]), _rows(g, list(TEXT) + [256]))
+
+
+def test_matchers_filling_during_the_precompute_get_the_same_bits():
+    vocab = byte_vocab()
+    compiler = Compiler(vocab)
+    g = compile_schema_to_grammar(SCHEMA)
+    ids = list(TEXT) + [256]
+    want = _rows(compiler.compile(g), ids)
+    worker = PrecomputeWorker(budget_s=1.0)
+    for _ in range(20):
+        deferred = _deferred(compiler, g)
+        worker.submit(deferred)
+        got: list[list[np.ndarray]] = []
+        side = threading.Thread(target=lambda: got.append(_rows(deferred, ids)))  # noqa: B023
+        side.start()
+        mine = _rows(deferred, ids)
+        side.join()
+        assert _same(mine, want) and _same(got[0], want)
+        assert deferred.precompute_done.wait(10)
+        assert _same(_rows(deferred, ids), want)
+
+
+def test_the_worker_keeps_to_its_budget_and_ends_when_idle(monkeypatch):
+    monkeypatch.setattr(precompute_worker, "IDLE_EXIT_S", 0.05)
+    compiler = Compiler(byte_vocab())
+    g = _deferred(compiler, compile_schema_to_grammar(SCHEMA))
+    PrecomputeWorker(budget_s=0.0).precompute(g)  # spent at once: one state, then over
+    assert g.precompute_done.is_set() and g.precomputed == 1
+    assert not g.precompute_step()
+    worker = PrecomputeWorker()
+    h = _deferred(compiler, compile_schema_to_grammar({"type": "array", "items": {"type": "number"}}))
+    worker.submit(h)
+    assert h.precompute_done.wait(10) and h.precomputed > 0
+    for _ in range(200):
+        if not worker._running:
+            break
+        time.sleep(0.01)
+    assert not worker._running  # the thread ended; the next submit starts another
+    k = _deferred(compiler, compile_schema_to_grammar({"enum": [1, "a"]}))
+    worker.submit(k)
+    assert k.precompute_done.wait(10)
+    worker._running = True  # as a forked child sees it: running, but its thread is not there
+    worker._thread = threading.Thread(target=lambda: None)
+    m = _deferred(compiler, compile_schema_to_grammar({"enum": [2, "b"]}))
+    worker.submit(m)
+    assert m.precompute_done.wait(10)
+
+
+@pytest.mark.model
+def test_real_tokenizer_deferred_and_concurrent_masks_equal_the_eager_ones(smollm2_tokenizer, smollm2_vocab,
+                                                                          bench_rows):
+    compiler = Compiler(smollm2_vocab)
+    eos = smollm2_vocab.eos_token_ids[0]
+    worker = PrecomputeWorker()
+    for row in bench_rows[:12]:
+        text = json.dumps(row["valid"][0]["data"], ensure_ascii=False, separators=(",", ":"))
+        ids = smollm2_tokenizer.encode(text, add_special_tokens=False)[:80] + [eos]
+        g = compile_schema_to_grammar(row["schema"], "compact")
+        want = _rows(compiler.compile(g), ids)
+        deferred = _deferred(compiler, g)
+        worker.submit(deferred)
+        assert _same(_rows(deferred, ids), want), row["id"]  # racing the worker
+        assert deferred.precompute_done.wait(10)
+        assert _same(_rows(deferred, ids), want), row["id"]
+        settled = _deferred(compiler, g)
+        worker.precompute(settled)
+        assert _same(_rows(settled, ids), want), row["id"]
