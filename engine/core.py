@@ -102,6 +102,9 @@ class EngineCore:
                                 lambda m: load_engine_model(config, m, device, dtype_name, "auto"),
                                 lambda m, kv_dtype: num_blocks if device.type == "cuda" else _num_blocks(config, m, kv_dtype, device))  # fmt: skip
             self.speculator = build_speculator(config, facts)
+            k = config.num_speculative_tokens
+            log.info("speculative: %s, %s", config.speculative,
+                     f"k = {k}" if k else "k auto (0 to 8 per request and step, 0 where drafts do not pay)")
         self.limits = Limits(self.info.vocab_size, self.info.max_model_len)
         self._accepted: list[str] = []  # admission answers not yet sent (take_admissions)
         self._refused: list[EngineOutput] = []
