@@ -46,7 +46,7 @@ def _engine_config(args: argparse.Namespace):
         enforce_eager=args.enforce_eager,
         gpu_memory_utilization=args.gpu_memory_utilization,
         structured_outputs_open_objects=args.structured_outputs_open_objects,
-        speculative=None if args.speculative == "none" else args.speculative,
+        speculative=args.speculative,
         draft_model=args.draft_model,
         num_speculative_tokens=args.num_speculative_tokens,
     )

@@ -106,10 +106,9 @@ def _num_speculative_tokens(value: str) -> int | None:
 
 def _speculative_flags(serve: argparse.ArgumentParser) -> None:
     group = serve.add_argument_group("speculative decoding")
-    group.add_argument("--speculative", default="ngram", choices=["ngram", "draft", "tli", "none"],
-                       help="propose tokens by n-gram prompt lookup (default: no model, and with auto k it drafts only "
-                            "where it pays), a draft model of the same vocabulary, or a draft model of another "
-                            "vocabulary (token-level interleaving); none: off")
+    group.add_argument("--speculative", default=None, choices=["ngram", "draft", "tli"],
+                       help="propose tokens by n-gram prompt lookup, a draft model of the same vocabulary, "
+                            "or a draft model of another vocabulary (token-level interleaving); off when unset")
     group.add_argument("--draft-model", default=None, metavar="PATH",
                        help="the draft of --speculative draft/tli: HF folder or GGUF (default: the embedded SmolLM2-135M-Instruct)")
     group.add_argument("--num-speculative-tokens", type=_num_speculative_tokens, default=None, metavar="K|auto",

@@ -11,7 +11,7 @@ NEW_FLAGS = ("--api-key KEY", "--api-key-file", "--protect-metrics", "--ssl-keyf
              "--ssl-ca-certs", "--ssl-cert-reqs", "--profiler-dir", "--embedding-model",
              "--embedding-num-threads", "--embedding-max-batch-tokens", "--tool-parser NAME|auto|none",
              "--reasoning-parser NAME|auto|none", "--enforce-eager", "--gpu-memory-utilization",
-             "--speculative {ngram,draft,tli,none}", "--draft-model PATH",
+             "--speculative {ngram,draft,tli}", "--draft-model PATH",
              "--num-speculative-tokens K|auto", "--idle-connection-timeout")  # fmt: skip
 
 
@@ -81,9 +81,8 @@ def test_bad_speculative_values_exit_2(argv, message, capsys):
 
 def test_speculative_flags_reach_the_engine_config():
     parse = build_parser().parse_args
-    config = cli._engine_config(parse(["serve"]))  # the default: n-gram lookup, auto k
-    assert (config.speculative, config.draft_model, config.num_speculative_tokens) == ("ngram", None, None)
-    assert cli._engine_config(parse(["serve", "--speculative", "none"])).speculative is None
+    config = cli._engine_config(parse(["serve"]))
+    assert (config.speculative, config.draft_model, config.num_speculative_tokens) == (None, None, None)
     argv = ["serve", "--speculative", "tli", "--draft-model", "/d", "--num-speculative-tokens", "5"]
     config = cli._engine_config(parse(argv))
     assert (config.speculative, config.draft_model, config.num_speculative_tokens) == ("tli", "/d", 5)

@@ -17,11 +17,8 @@ from tests.e2e.conftest import ServerProcess, running_server
 from tests.robustness.client import CHAT, GOOD, healthy, is_error_body, settled, sse_errors
 
 # 32 blocks of 16 = 512 tokens of KV cache under a 1,024-token context.
-# Speculation off: the shutdown test needs its streams to outlast the SIGTERM, and the tiny
-# model's repetitive output lets n-gram drafts finish 200 tokens in a few steps.
 ARGS = ("--max-model-len", "1024", "--num-kv-blocks", "32", "--block-size", "16", "--max-num-seqs", "8",
-        "--embedding-model", "none", "--engine-heartbeat-timeout", "2", "--shutdown-timeout", "30",
-        "--speculative", "none")  # fmt: skip
+        "--embedding-model", "none", "--engine-heartbeat-timeout", "2", "--shutdown-timeout", "30")  # fmt: skip
 LONG = {**GOOD, "max_tokens": 200, "ignore_eos": True, "stream": True}
 
 
