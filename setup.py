@@ -1,9 +1,10 @@
 """Build hook for the C extensions of grammar/: grammar.masks._walk (the token-trie walk behind
-grammar masks) and grammar.automaton._dfa (DFA row construction), sharing grammar/include/.
+grammar masks), grammar.automaton._dfa (DFA row construction), sharing grammar/include/, and
+grammar.automaton._nfa (the NFA builder's node walk).
 
 Metadata lives in pyproject.toml; `pip install -e .` compiles the extensions in place. They are
 optional: without a C compiler the install still succeeds and grammar/ uses their Python
-reference modules (grammar/masks/walk_ref.py, grammar/automaton/dfa_ref.py).
+reference modules (grammar/masks/walk_ref.py, grammar/automaton/dfa_ref.py) and NfaBuilder's own walk.
 """
 
 from setuptools import Extension, setup
@@ -14,4 +15,5 @@ setup(ext_modules=[
               extra_compile_args=["-O3"], optional=True),
     Extension("grammar.automaton._dfa", ["grammar/automaton/_dfa.c"], depends=HEADERS, include_dirs=["grammar/include"],
               extra_compile_args=["-O3"], optional=True),
+    Extension("grammar.automaton._nfa", ["grammar/automaton/_nfa.c"], extra_compile_args=["-O3"], optional=True),
 ])

@@ -4,10 +4,22 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
 
+from grammar.automaton import nfa_ref
+from grammar.automaton.nfa_ref import node_kind
 from grammar.errors import GrammarError
-from grammar.ir import Alt, Bytes, Grammar, Graph, Node, Ref, Repeat, Seq, node_size
+from grammar.ir import Alt, Grammar, Node, Ref, Repeat, Seq, node_size
 from grammar.time_limit import check_time_limit
+
+try:
+    from grammar.automaton import _nfa
+except ImportError:  # built by setup.py; without a C compiler the reference walk builds the NFA
+    _nfa = None
+
+# The node walk and rule-facts pass: the C module or its Python reference (same results).
+DEFAULT_NFA_WALK: ModuleType = _nfa or nfa_ref
 
 HOIST_MIN_SIZE = 150     # a repeated item at least this big becomes its own called rule...
 HOIST_MIN_COPIES = 4     # ...when it is copied at least this many times
@@ -49,16 +61,6 @@ class Nfa:
         check_time_limit()
 
 
-_KINDS = (Bytes, Seq, Alt, Repeat, Ref, Graph)
-
-
-def _kind(node: Node) -> type:
-    """The node class `node` is (a type check: a subclass, such as Lark's group while parsing,
-    is found by isinstance, the slow way)."""
-    kind = type(node)
-    return kind if kind in _KINDS else next(k for k in _KINDS if isinstance(node, k))
-
-
 @dataclass(slots=True)
 class _RuleFacts:
     """What one pass over every rule's nodes finds: the rules each refers to, how many references
@@ -71,52 +73,8 @@ class _RuleFacts:
     ref_times: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
 
 
-def _rule_facts(grammar: Grammar) -> _RuleFacts:
-    facts = _RuleFacts()
-    counts = facts.counts
-    for name, node in grammar.rules.items():
-        refs: set[str] = set()
-        ref_times: list[tuple[str, int]] = []
-        size = 0
-        ones: list[Node] = [node]  # nodes copied once (most of them: no tuple per node)...
-        stack: list[tuple[Node, int]] = []  # ...and nodes inside repeats, with their copy counts
-        while ones or stack:
-            if ones:
-                cur, times = ones.pop(), 1
-            else:
-                cur, times = stack.pop()
-            size += times
-            kind = type(cur)
-            if kind not in _KINDS:
-                kind = _kind(cur)
-            if kind is Seq or kind is Alt:
-                if times == 1:
-                    ones.extend(cur.items)
-                else:
-                    stack.extend([(i, times) for i in cur.items])
-            elif kind is Ref:
-                if cur.name not in grammar.rules:
-                    raise GrammarError(f"undefined rule {cur.name!r}")
-                refs.add(cur.name)
-                counts[cur.name] = counts.get(cur.name, 0) + 1
-                ref_times.append((cur.name, times))
-            elif kind is Repeat:
-                copies = times * max(cur.min if cur.max is None else cur.max, 1)
-                if copies == 1:
-                    ones.append(cur.item)
-                else:
-                    stack.append((cur.item, copies))
-            elif kind is Graph:
-                labels = [e for _, _, e in cur.edges if e is not None]
-                if times == 1:
-                    ones.extend(labels)
-                else:
-                    stack.extend([(e, times) for e in labels])
-                size += times * cur.num_states
-        facts.graph[name] = refs
-        facts.own_size[name] = size
-        facts.ref_times[name] = ref_times
-    return facts
+def _rule_facts(grammar: Grammar, walk: ModuleType = DEFAULT_NFA_WALK) -> _RuleFacts:
+    return _RuleFacts(*walk.rule_facts(grammar.rules))
 
 
 def _recursive_rules(graph: dict[str, set[str]]) -> set[str]:
@@ -138,12 +96,18 @@ def _recursive_rules(graph: dict[str, set[str]]) -> set[str]:
 
 
 class NfaBuilder:
-    """Turns a `Grammar` into an `Nfa`; called once per compile."""
+    """Turns a `Grammar` into an `Nfa`; called once per compile.
 
-    def __init__(self, grammar: Grammar) -> None:
+    The walk over the nodes and the rule-facts pass are `walk`'s (grammar/automaton/_nfa.c, or
+    its reference nfa_ref.py: the same NFA); the walk asks this builder for the decisions that
+    need the rule facts: `ref_plan`, `repeat_plan`, `emit_other`.
+    """
+
+    def __init__(self, grammar: Grammar, walk: ModuleType = DEFAULT_NFA_WALK) -> None:
         self.grammar = grammar
         self.rules = dict(grammar.rules)
-        self.facts = _rule_facts(grammar)
+        self.walk = walk
+        self.facts = _rule_facts(grammar, walk)
         self.num_refs = self.facts.counts
         self.recursive = _recursive_rules(self.facts.graph)
         self.sizes: dict[int, int] = {}
@@ -151,15 +115,21 @@ class NfaBuilder:
         self.rule_ids: dict[str, int] = {}
         self.pending: list[str] = []
         self.hoisted: dict[int, str] = {}
+        self.ref_plans: dict[str, int | Node] = {}
+        self._emitter: Any = None
         self.compact = False
         self.compact = self.inline_size(grammar.start, {}) > COMPACT_ABOVE
 
     def build(self) -> Nfa:
-        self.rule_id(self.grammar.start)
-        while self.pending:
-            name = self.pending.pop()
-            rid = self.rule_ids[name]
-            self.emit(self.rules[name], self.nfa.rule_start[rid], self.nfa.rule_final[rid])
+        emitter = self._emitter = self.walk.Emitter(self, self.nfa, self.ref_plans, self.compact, HOIST_MIN_COPIES)
+        try:
+            self.rule_id(self.grammar.start)
+            while self.pending:
+                name = self.pending.pop()
+                rid = self.rule_ids[name]
+                emitter.emit(self.rules[name], self.nfa.rule_start[rid], self.nfa.rule_final[rid])
+        finally:
+            self._emitter = None  # (the emitter holds this builder: no cycle left behind)
         return self.nfa
 
     def rule_id(self, name: str) -> int:
@@ -192,65 +162,21 @@ class NfaBuilder:
         big = node_size(self.rules[name], self.rules, self.sizes) > (COMPACT_RULE_SIZE if self.compact else BIG_RULE_SIZE)
         return big and self.num_refs.get(name, 0) > 1
 
-    def emit(self, node: Node, s: int, t: int) -> None:
-        nfa = self.nfa
-        kind = type(node)
-        if kind is Bytes:
-            ranges = node.ranges
-            if len(ranges) == 1:
-                ((lo, hi),) = ranges
-                nfa.byte_edges[s].append((lo, hi, t))
-            else:
-                nfa.byte_edges[s].extend([(lo, hi, t) for lo, hi in ranges])
-        elif kind is Seq:
-            self.emit_seq(node.items, s, t)
-        elif kind is Alt:
-            for item in node.items:
-                self.emit(item, s, t)
-        elif kind is Repeat:
-            self.emit_repeat(node, s, t)
-        elif kind is Ref:
-            if node.name not in self.rules:
-                raise GrammarError(f"undefined rule {node.name!r}")
-            if self.is_call(node.name):
-                nfa.calls[s].append((self.rule_id(node.name), t))
-            else:
-                self.emit(self.rules[node.name], s, t)
-        elif kind is Graph:
-            self.emit_graph(node, s, t)
-        else:  # a subclass (such as Lark's group while parsing): as a node of its base class
-            base = _kind(node)
-            self.emit(base(*(getattr(node, f) for f in base.__slots__)), s, t)
+    def ref_plan(self, name: str) -> int | Node:
+        """What a reference to rule `name` becomes: the rule's id when it is called (a call
+        edge), else its node (inlined); memoized in `ref_plans` (which the walk reads first)."""
+        plan = self.ref_plans.get(name)
+        if plan is None:
+            if name not in self.rules:
+                raise GrammarError(f"undefined rule {name!r}")
+            plan = self.ref_plans[name] = self.rule_id(name) if self.is_call(name) else self.rules[name]
+        return plan
 
-    def emit_seq(self, items: tuple[Node, ...], s: int, t: int) -> None:
-        if not items:
-            self.nfa.eps[s].append(t)
-            return
-        cur = s
-        last = len(items) - 1
-        nfa = self.nfa
-        emit, byte_edges, eps, calls = self.emit, nfa.byte_edges, nfa.eps, nfa.calls
-        for i, item in enumerate(items):
-            if i == last:
-                nxt = t
-            else:  # nfa.new_state(), inline
-                nxt = len(eps)
-                byte_edges.append([])
-                eps.append([])
-                calls.append([])
-                if not (nxt + 1) & 1023:
-                    nfa.check_size(nxt + 1)
-            if type(item) is Bytes and len(item.ranges) == 1:  # a literal's byte: emit's first case, inline
-                lo, hi = item.ranges[0]
-                byte_edges[cur].append((lo, hi, nxt))
-            else:
-                emit(item, cur, nxt)
-            cur = nxt
-
-    def emit_repeat(self, node: Repeat, s: int, t: int) -> None:
+    def repeat_plan(self, node: Repeat) -> tuple[Node | None, Node]:
+        """(a node to build instead, the item) for a repeat split into called blocks (compact), else
+        (None, the item to copy): a big item copied several times becomes a called rule."""
         if self.compact and (node.min > SPLIT_ABOVE or (node.max is not None and node.max - node.min > SPLIT_ABOVE)):
-            self.emit(_split(node), s, t)
-            return
+            return _split(node), node.item
         item = node.item
         copies = node.min if node.max is None else node.max
         size = node_size(item, self.rules, self.sizes) if copies >= HOIST_MIN_COPIES else 0
@@ -259,34 +185,12 @@ class NfaBuilder:
             self.rules[name] = item
             item = Ref(name)
             self.recursive.add(name)  # force a call
-        cur = s
-        for _ in range(node.min):
-            nxt = self.nfa.new_state()
-            self.emit(item, cur, nxt)
-            cur = nxt
-        if node.max is None:
-            loop = self.nfa.new_state()
-            self.nfa.eps[cur].append(loop)
-            self.emit(item, loop, loop)
-            self.nfa.eps[loop].append(t)
-            return
-        for _ in range(node.max - node.min):
-            self.nfa.eps[cur].append(t)
-            nxt = self.nfa.new_state()
-            self.emit(item, cur, nxt)
-            cur = nxt
-        self.nfa.eps[cur].append(t)
+        return None, item
 
-    def emit_graph(self, node: Graph, s: int, t: int) -> None:
-        states = [self.nfa.new_state() for _ in range(node.num_states)]
-        self.nfa.eps[s].append(states[0])
-        for a, b, label in node.edges:
-            if label is None:
-                self.nfa.eps[states[a]].append(states[b])
-            else:
-                self.emit(label, states[a], states[b])
-        for f in node.finals:
-            self.nfa.eps[states[f]].append(t)
+    def emit_other(self, node: Node, s: int, t: int) -> None:
+        """A node of a subclass (such as Lark's group while parsing): built as its base class."""
+        base = node_kind(node)
+        self._emitter.emit(base(*(getattr(node, f) for f in base.__slots__)), s, t)
 
 
 def _split(node: Repeat) -> Node:
@@ -315,5 +219,6 @@ def _split(node: Repeat) -> Node:
     return Seq(tuple(p for p in parts if not (isinstance(p, Repeat) and p.max == 0)))
 
 
-def build_nfa(grammar: Grammar) -> Nfa:
-    return NfaBuilder(grammar).build()
+def build_nfa(grammar: Grammar, walk: ModuleType = DEFAULT_NFA_WALK) -> Nfa:
+    """`grammar`'s NFA, its nodes walked by `walk` (grammar/automaton/_nfa.c or nfa_ref.py)."""
+    return NfaBuilder(grammar, walk).build()
