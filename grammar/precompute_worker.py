@@ -9,9 +9,25 @@ from collections import deque
 from grammar.compiled import PRECOMPUTE_BUDGET_S, WARM_BUDGET_S, CompiledGrammar
 
 IDLE_EXIT_S = 2.0  # the thread ends after this long with nothing to do (started again on the next submit)
+# At most this many grammars wait (while other threads keep the GIL busy, few steps are made): a
+# submit past it ends the oldest waiting one's precompute (its masks are made on use).
+MAX_WAITING = 16
 # Steps (a state's walk with the rows it builds: ~15-30 us) run between two hand-backs of the GIL
-# until this much of the thread's CPU time passed: a hand-back (`time.sleep(0)`) costs ~60 us.
+# until this much of the thread's CPU time passed.
 YIELD_EVERY_S = 50e-6
+# A hand-back sleeps, so that a thread waiting for the GIL surely takes it: with `time.sleep(0)` this
+# thread often took it back first, and the waiting thread (a compile, the engine loop) then waited
+# a whole switch interval (5 ms) for its next turn, again and again until the budget was spent.
+PAUSE_S = 50e-6
+# The process is busy when, during a hand-back, its other threads used at least this share of a core
+# (one runs Python, or torch's threads run the model: a step would hold them up, or stall their
+# barriers), or the hand-back came back BUSY_LATE_S after its sleep (the GIL was held: this thread got
+# it back only by the interpreter's forced switch). No step is made then, and the next pause is
+# twice as long, up to MAX_PAUSE_S, so a busy thread is interrupted rarely; a hand-back that finds
+# the others idle (waiting for the network, a client) sets it back to PAUSE_S.
+BUSY_SHARE = 0.5
+BUSY_LATE_S = 1e-3
+MAX_PAUSE_S = 20e-3
 
 
 class PrecomputeWorker:
@@ -21,9 +37,10 @@ class PrecomputeWorker:
     rows ahead, its walks build those they need).
 
     Owned by a Compiler (grammar/compiler.py), which submits a grammar once its first mask is made.
-    One state at a time under the grammar's lock, the GIL handed back every ~50 us of work
-    (`time.sleep(0)`), so a matcher, a later compile or the engine loop waits about that long for it;
-    the thread makes progress while they wait on something else (the model, the network).
+    One state at a time under the grammar's lock, the GIL handed back every ~50 us of work by a
+    short sleep, so a matcher, a later compile or the engine loop waits about that long for it;
+    the thread makes progress while they wait (for the network, a client), and while they run it
+    makes none and backs off (see BUSY_SHARE).
     """
 
     def __init__(self, budget_s: float = WARM_BUDGET_S + PRECOMPUTE_BUDGET_S) -> None:
@@ -38,6 +55,8 @@ class PrecomputeWorker:
         """Queue `grammar`'s precompute (its `precompute_done` is set when it is over)."""
         with self._lock:
             self._todo.append(grammar)
+            if len(self._todo) > MAX_WAITING:
+                self._todo.popleft().end_precompute()
             if self._running and self._thread is not None and self._thread.is_alive():  # (not in a forked child)
                 self._wake.notify()
                 return
@@ -63,15 +82,38 @@ class PrecomputeWorker:
                 grammar.end_precompute()  # its masks are made on use; the thread goes on with the next
 
     def precompute(self, grammar: CompiledGrammar) -> None:
-        """Step `grammar`'s precompute until it is over or this thread spent `budget_s` on it."""
+        """Step `grammar`'s precompute until it is over or this thread spent `budget_s` on it.
+        Steps run only after a hand-back that found the process's other threads idle (see BUSY_SHARE)."""
         clock = time.thread_time
-        end = clock() + self.budget_s
-        next_yield = clock() + YIELD_EVERY_S
-        while grammar.precompute_step():
-            now = clock()
-            if now > end:
-                grammar.end_precompute()
-                break
-            if now > next_yield:
-                time.sleep(0)  # the GIL to whoever waits for it
-                next_yield = clock() + YIELD_EVERY_S
+        spent = 0.0
+        pause = PAUSE_S
+        while True:
+            pause, busy = self.hand_back(pause)
+            if busy:
+                continue
+            start = clock()
+            while True:
+                if not grammar.precompute_step():
+                    return
+                now = clock()
+                if spent + now - start > self.budget_s:
+                    grammar.end_precompute()
+                    return
+                if now - start > YIELD_EVERY_S:
+                    break
+            spent += clock() - start
+
+    @staticmethod
+    def hand_back(pause: float) -> tuple[float, bool]:
+        """Sleep `pause` (the GIL to whoever waits for it). Returns the next pause (doubled when
+        the process was busy meanwhile, else PAUSE_S) and whether it was busy."""
+        t0, others0 = time.perf_counter(), _others_cpu()
+        time.sleep(pause)
+        wall = time.perf_counter() - t0
+        busy = wall - pause > BUSY_LATE_S or _others_cpu() - others0 > BUSY_SHARE * wall
+        return (min(pause * 2, MAX_PAUSE_S) if busy else PAUSE_S), busy
+
+
+def _others_cpu() -> float:
+    """CPU seconds used by the process's other threads (the process's less this thread's)."""
+    return time.clock_gettime(time.CLOCK_PROCESS_CPUTIME_ID) - time.thread_time()

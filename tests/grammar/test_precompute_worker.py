@@ -176,3 +176,51 @@ def test_real_tokenizer_deferred_and_concurrent_masks_equal_the_eager_ones(smoll
         settled = _deferred(compiler, g)
         worker.precompute(settled)
         assert _same(_rows(settled, ids), want), row["id"]
+
+
+def test_no_steps_while_the_other_threads_run(monkeypatch):
+    """No step while the process's other threads use the CPU (a compile, the engine loop, the
+    model's threads): they are not held up; the precompute goes on once they wait. (Handing the
+    GIL back by `time.sleep(0)` instead, the worker made 88-213 of this grammar's 257 states
+    while the main thread ran a 0.3 s busy loop.)"""
+    busy = [True]
+    monkeypatch.setattr(precompute_worker, "_others_cpu", lambda: time.perf_counter() if busy[0] else 0.0)
+    compiler = Compiler(byte_vocab())
+    g = _deferred(compiler, compile_schema_to_grammar(SCHEMA))
+    worker = PrecomputeWorker(budget_s=1.0)
+    worker.submit(g)
+    time.sleep(0.3)  # the others "use" a whole core meanwhile
+    assert g.precomputed == 0 and not g.precompute_done.is_set()
+    busy[0] = False
+    assert g.precompute_done.wait(10) and g.precomputed > 5
+
+
+def test_the_other_threads_cpu_is_the_process_less_this_thread():
+    done = threading.Event()
+
+    def spin() -> None:
+        while not done.is_set():
+            pass
+
+    spinner = threading.Thread(target=spin, daemon=True)
+    before = precompute_worker._others_cpu()
+    spinner.start()
+    time.sleep(0.2)  # this thread uses no CPU; the spinner about all it gets of a core (the GIL's share)
+    used = precompute_worker._others_cpu() - before
+    done.set()
+    spinner.join()
+    assert 0.05 < used < 0.3
+
+
+def test_past_max_waiting_the_oldest_waiting_grammar_is_given_up(monkeypatch):
+    compiler = Compiler(byte_vocab())
+    worker = PrecomputeWorker()
+    busy = threading.Event()
+    worker._running, worker._thread = True, threading.Thread(target=busy.wait, daemon=True)  # a thread that takes none
+    worker._thread.start()
+    grammars = [_deferred(compiler, compile_schema_to_grammar({"enum": [i]})) for i in range(precompute_worker.MAX_WAITING + 2)]
+    for g in grammars:
+        worker.submit(g)
+    busy.set()
+    assert [g.precompute_done.is_set() for g in grammars] == [True, True] + [False] * precompute_worker.MAX_WAITING
+    assert len(worker._todo) == precompute_worker.MAX_WAITING
