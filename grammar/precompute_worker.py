@@ -116,4 +116,4 @@ class PrecomputeWorker:
 
 def _others_cpu() -> float:
     """CPU seconds used by the process's other threads (the process's less this thread's)."""
-    return time.clock_gettime(time.CLOCK_PROCESS_CPUTIME_ID) - time.thread_time()
+    return time.process_time() - time.thread_time()
