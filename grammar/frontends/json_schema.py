@@ -35,6 +35,7 @@ class SchemaCompiler:
         self.root = root
         self.strict = strict
         self.grammar = Grammar()
+        self.whitespace_mode = whitespace_mode
         self.ws = whitespace(whitespace_mode)
         self.char = any_json_char()
         self.ref_rules: dict[str, str] = {}
@@ -64,7 +65,7 @@ class SchemaCompiler:
         return Ref(name)
 
     def any_value(self) -> Node:
-        add_any_value(self.grammar, self.ws, self.char)
+        add_any_value(self.grammar, self.whitespace_mode)
         return Ref(ANY_VALUE)
 
     def node(self, schema: Any, where: str) -> Node:

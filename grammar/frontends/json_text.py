@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from functools import lru_cache
 from typing import Any
 
@@ -202,7 +203,10 @@ def canonical_text(text: str) -> Node:
     return seq(*[json_char(((ord(c), ord(c)),)) for c in text]) if text else EMPTY
 
 
+@lru_cache(maxsize=4)
 def whitespace(mode: str) -> Node:
+    """The whitespace between tokens; one shared node per mode (a repeat of a leaf: `alt`
+    dedupes it by value, so sharing it changes no grammar)."""
     if mode == "compact":
         return EMPTY
     if mode == "flexible":
@@ -225,44 +229,81 @@ def literal_texts(value: Any) -> list[bytes]:
 
 
 def key_excluding(names: list[str], char: Node) -> Node:
-    """A quoted key whose raw bytes spell none of `names` (escapes only after diverging)."""
-    encoded = [json.dumps(n, ensure_ascii=False)[1:-1].encode() for n in names]
+    """A quoted key whose raw bytes spell none of `names` (escapes only after diverging): a trie
+    of the names whose nodes may also leave for `free` (any key text), `close` or, from nodes
+    with only ASCII children, `multi` (a multi-byte character, then free)."""
+    trie, ends, mid_char = _key_trie(names)
+    free, close, multi = len(trie), len(trie) + 1, len(trie) + 2
+    start = len(trie) + 3  # Graph state 0 must be the start: the trie's root is numbered `start`
+    quote = _BYTE_NODES[34]
+    edges: list[tuple[int, int, Node | None]] = [(free, free, char), (free, close, quote),
+                                                 (multi, free, codepoint_ranges_to_node(((0x80, 0x10FFFF),)))]
+    for i, children in enumerate(trie):
+        at = i or start
+        if len(children) == 1:  # most nodes: one child (a key's bytes after the others diverged)
+            ((b, child),) = children.items()
+            edges.append((at, child, _BYTE_NODES[b]))
+            if i in mid_char:
+                continue
+            if i not in ends:
+                edges.append((at, close, quote))
+            firsts = _diverging((b,))
+            ascii_only = b < 0x80
+        else:
+            for b, child in children.items():
+                edges.append((at, child, _BYTE_NODES[b]))
+            if i in mid_char:
+                continue
+            if i not in ends:
+                edges.append((at, close, quote))
+            firsts = _diverging(tuple(sorted(children)))
+            ascii_only = all(b < 0x80 for b in children)
+        if firsts is not None:
+            edges.append((at, free, firsts))
+        if ascii_only:  # any multi-byte character through the shared state
+            edges.append((at, multi, None))
+    edges.append((0, start, quote))
+    return Graph(len(trie) + 4, tuple(edges), (close,))
+
+
+def _key_trie(names: list[str]) -> tuple[list[dict[int, int]], set[int], set[int]]:
+    """The trie of the names' raw bytes (as JSON writes them, escapes and all): children per
+    node, the nodes where a name ends, the nodes inside a multi-byte character."""
     trie: list[dict[int, int]] = [{}]
     ends: set[int] = set()
     mid_char: set[int] = set()
-    for word in encoded:
-        node, pending = 0, 0
-        for b in word:
-            pending = (3 if b >= 0xF0 else 2 if b >= 0xE0 else 1 if b >= 0xC0 else 0) if b >= 0xC0 or b < 0x80 else pending - 1
-            if b not in trie[node]:
-                trie[node][b] = len(trie)
-                trie.append({})
-            node = trie[node][b]
-            if pending:
-                mid_char.add(node)
+    for name in names:
+        if type(name) is str and not _NEEDS_ESCAPE.search(name):
+            word = name.encode()
+        else:
+            word = json.dumps(name, ensure_ascii=False)[1:-1].encode()
+        node = 0
+        if word.isascii():
+            for b in word:
+                kids = trie[node]
+                nxt = kids.get(b)
+                if nxt is None:
+                    nxt = kids[b] = len(trie)
+                    trie.append({})
+                node = nxt
+        else:
+            pending = 0
+            for b in word:
+                pending = (3 if b >= 0xF0 else 2 if b >= 0xE0 else 1 if b >= 0xC0 else 0) if b >= 0xC0 or b < 0x80 else pending - 1
+                kids = trie[node]
+                nxt = kids.get(b)
+                if nxt is None:
+                    nxt = kids[b] = len(trie)
+                    trie.append({})
+                node = nxt
+                if pending:
+                    mid_char.add(node)
         ends.add(node)
-    free, close, multi = len(trie), len(trie) + 1, len(trie) + 2
-    quote = lit('"')
-    edges: list[tuple[int, int, Node | None]] = [(free, free, char), (free, close, quote)]
-    edges.append((multi, free, codepoint_ranges_to_node(((0x80, 0x10FFFF),))))
-    for i, children in enumerate(trie):
-        for b, child in children.items():
-            edges.append((i, child, lit(bytes((b,)))))
-        if i in mid_char:
-            continue
-        if i not in ends:
-            edges.append((i, close, quote))
-        firsts = _diverging(tuple(sorted(children)))
-        if firsts is not None:
-            edges.append((i, free, firsts))
-        if all(b < 0x80 for b in children):  # any multi-byte character through the shared state
-            edges.append((i, multi, None))
-    start = len(trie) + 3
-    edges.append((start, 0, lit('"')))
-    # Graph state 0 must be the start: renumber start <-> 0.
-    swap = {0: start, start: 0}
-    edges = [(swap.get(a, a), swap.get(b, b), n) for a, b, n in edges]
-    return Graph(len(trie) + 4, tuple(edges), (close,))
+    return trie, ends, mid_char
+
+
+_NEEDS_ESCAPE = re.compile(r'[\x00-\x1f"\\]')  # what json.dumps escapes in a string (ensure_ascii=False)
+_BYTE_NODES = tuple(lit(bytes((b,))) for b in range(256))  # the shared one-byte literals
 
 
 @lru_cache(maxsize=FRAGMENT_CACHE)
@@ -302,10 +343,17 @@ def _lead_range_to_cps(a: int, b: int, cp_lo: int, cp_hi: int) -> Ranges:
     return ((lo, hi),)
 
 
-def add_any_value(grammar: Grammar, ws: Node, char: Node) -> None:
-    """Define the recursive `@any` rule: any JSON value."""
-    if ANY_VALUE in grammar.rules:
-        return
+def add_any_value(grammar: Grammar, mode: str) -> None:
+    """Define the recursive `@any` rule (any JSON value) for whitespace `mode`."""
+    if ANY_VALUE not in grammar.rules:
+        grammar.rules[ANY_VALUE] = _any_value(mode)
+
+
+@lru_cache(maxsize=4)
+def _any_value(mode: str) -> Node:
+    """The `@any` rule's node, built once per whitespace mode: schema-independent, and reached
+    only through its (recursive, so called) rule, so one shared copy builds the same automaton."""
+    ws, char = whitespace(mode), any_json_char()
     value = Ref(ANY_VALUE)
     key = quoted(star(char))
     member = seq(key, ws, lit(":"), ws, value)
@@ -313,4 +361,4 @@ def add_any_value(grammar: Grammar, ws: Node, char: Node) -> None:
     obj = seq(lit("{"), ws, opt(seq(member, star(seq(comma, member)))), ws, lit("}"))
     arr = seq(lit("["), ws, opt(seq(value, star(seq(comma, value)))), ws, lit("]"))
     scalars = alt(lit("null"), lit("true"), lit("false"), number_node(None, None, None), quoted(star(char)))
-    grammar.rules[ANY_VALUE] = alt(scalars, obj, arr)
+    return alt(scalars, obj, arr)

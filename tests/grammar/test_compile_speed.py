@@ -23,7 +23,8 @@ SCHEMA = {
 
 
 def _clear_fragments() -> None:
-    for fn in (unicode._ranges_node, json_text._json_char, json_text.any_json_char, json_text._diverging):
+    for fn in (unicode._ranges_node, json_text._json_char, json_text.any_json_char, json_text._diverging,
+               json_text._any_value, json_text.whitespace):
         fn.cache_clear()
 
 
