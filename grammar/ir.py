@@ -65,13 +65,33 @@ def seq(*items: Node) -> Node:
     """Concatenation (flattened); NOTHING anywhere makes the whole sequence NOTHING."""
     flat: list[Node] = []
     for item in items:
-        if item == NOTHING:
+        kind = type(item)  # the common classes by type (a dataclass's == is a Python call)
+        if kind is Seq:
+            flat.extend(item.items)
+        elif kind is Alt:
+            if item.items == ():  # item == NOTHING
+                return NOTHING
+            flat.append(item)
+        elif kind is Bytes or kind is Repeat or kind is Ref or kind is Graph:
+            flat.append(item)
+        elif item == NOTHING:  # a subclass or another object: the general rule
             return NOTHING
-        if isinstance(item, Seq):
+        elif isinstance(item, Seq):
             flat.extend(item.items)
         else:
             flat.append(item)
     return flat[0] if len(flat) == 1 else Seq(tuple(flat))
+
+
+def is_nothing(node: Node) -> bool:
+    """`node == NOTHING`, without a dataclass comparison's Python call for the common classes."""
+    kind = type(node)
+    if kind is Alt:
+        return node.items == ()
+    return False if kind in _NOT_ALT else node == NOTHING
+
+
+_NOT_ALT = (Bytes, Seq, Repeat, Ref, Graph)
 
 
 def alt(*items: Node) -> Node:
@@ -79,7 +99,21 @@ def alt(*items: Node) -> Node:
     flat: dict[object, Node] = {}  # ordered, and duplicates found by hash (an enum may have 100,000 values)
     for item in items:
         for one in item.items if isinstance(item, Alt) else (item,):
-            flat.setdefault(_dedupe_key(one), one)
+            kind = type(one)  # _dedupe_key, inline
+            if kind is Bytes or kind is Ref:
+                key: object = one
+            elif kind is Seq or kind is Alt:
+                for i in one.items:
+                    if type(i) is not Bytes and type(i) is not Ref:
+                        key = ("id", id(one))
+                        break
+                else:
+                    key = one
+            elif kind is Repeat:
+                key = one if type(one.item) in _LEAVES else ("id", id(one))
+            else:
+                key = _dedupe_key(one)
+            flat.setdefault(key, one)
     return next(iter(flat.values())) if len(flat) == 1 else Alt(tuple(flat.values()))
 
 
@@ -91,7 +125,7 @@ def _dedupe_key(node: Node) -> object:
     a repeat of a leaf by value; a larger node by identity (the same object twice). A frozen
     dataclass's hash walks its whole tree each time: hashing every value alternative of a
     schema (objects of objects) by value was a tenth of a compile. A larger duplicate left in
-    only adds branches for the same language."""
+    only adds branches for the same language. (`alt` inlines this for the node classes.)"""
     kind = type(node)
     if kind in _LEAVES:
         return node
@@ -123,10 +157,12 @@ def byte_set(chars: str | bytes) -> Bytes:
 
 def lit(text: str | bytes) -> Node:
     """The exact byte string (UTF-8 for `str`)."""
+    if type(text) is str and len(text) == 1 and text < "\x80":
+        return _SINGLE_BYTES[ord(text)]
     data = text.encode() if isinstance(text, str) else text
     if len(data) == 1:
         return _SINGLE_BYTES[data[0]]
-    return Seq(tuple(_SINGLE_BYTES[b] for b in data)) if data else EMPTY
+    return Seq(tuple(map(_SINGLE_BYTES.__getitem__, data))) if data else EMPTY
 
 
 def literals(texts: list[bytes]) -> Node:
