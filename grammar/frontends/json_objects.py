@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any, Protocol
 
 from grammar.errors import GrammarError
@@ -10,7 +9,8 @@ from grammar.frontends.json_closed import closes_object, closes_tuple
 from grammar.frontends.json_merge import FORBID
 from grammar.frontends.json_patterns import extra_member, matching, pattern_schemas
 from grammar.frontends.json_presence import check_declared, escape, presence_graph, presence_rule
-from grammar.ir import EMPTY, NOTHING, Graph, Node, Repeat, alt, lit, node_size, opt, seq
+from grammar.frontends.json_text import json_string
+from grammar.ir import EMPTY, NOTHING, Graph, Node, Repeat, alt, is_nothing, lit, node_size, opt, seq
 from grammar.time_limit import check_time_limit
 
 MAX_COUNTED_SIZE = 20_000  # NFA states the copies of counted members may take
@@ -68,8 +68,8 @@ def object_node(sc: SchemaCompiler, schema: dict[str, Any], where: str) -> Node:
         by_name = matching(patterns, name)  # a pattern's schema applies to a declared property too
         sub = props[name] if name in props else True if closed or by_name else extra_schema
         value = sc.node({"allOf": [sub, *by_name]} if by_name else sub, f"{where}/properties/{escape(name)}")
-        member = seq(lit(json.dumps(name, ensure_ascii=False)), ws, lit(":"), ws, value)
-        if value == NOTHING:
+        member = seq(lit(json_string(name)), ws, lit(":"), ws, value)
+        if is_nothing(value):
             if name in required:
                 return NOTHING
             continue
@@ -92,7 +92,7 @@ def object_node(sc: SchemaCompiler, schema: dict[str, Any], where: str) -> Node:
             body = _members_graph(members, extra, comma)  # the counts follow from the properties
         else:
             body = _counted_members_graph(members, extra, comma, lo, hi, where, ws)
-    return seq(lit("{"), ws, body, ws, lit("}")) if body != NOTHING else NOTHING
+    return seq(lit("{"), ws, body, ws, lit("}")) if not is_nothing(body) else NOTHING
 
 
 def _counted(member: Node, comma: Node, lo: int, hi: int | None) -> Node:
@@ -189,13 +189,13 @@ def array_node(sc: SchemaCompiler, schema: dict[str, Any], where: str) -> Node:
     k = len(elements)
     # tail after max(k, lo) elements: more `rest` elements, each optional
     start = max(k, lo)
-    if rest == NOTHING or (hi is not None and hi <= start):
+    if is_nothing(rest) or (hi is not None and hi <= start):
         tail: Node = EMPTY
     else:
         tail = Repeat(seq(comma, rest), 0, None if hi is None else hi - start)
     body = tail
     if lo > k:  # the required `rest` elements after the prefix, as one counted repeat (minItems may be huge)
-        if rest == NOTHING:
+        if is_nothing(rest):
             return NOTHING
         n = lo - k - (k == 0)
         counted = Repeat(seq(comma, rest), n, n) if n else EMPTY
@@ -203,20 +203,20 @@ def array_node(sc: SchemaCompiler, schema: dict[str, Any], where: str) -> Node:
     for i in range(k - 1, -1, -1):
         check_time_limit()
         element = elements[i]
-        if element == NOTHING or (hi is not None and i >= hi):
+        if is_nothing(element) or (hi is not None and i >= hi):
             body = EMPTY if i >= lo else NOTHING
             continue
         step = seq(element, body) if i == 0 else seq(comma, element, body)
         body = alt(EMPTY, step) if i >= lo else step
-        if body == NOTHING:
+        if is_nothing(body):
             break
     if start == 0:
-        if rest == NOTHING or hi == 0:
+        if is_nothing(rest) or hi == 0:
             body = EMPTY
         elif hi is None:  # rest built once: 0 -rest-> 1 -comma-> 2 -eps-> 0
             body = Graph(4, ((0, 3, None), (3, 1, rest), (1, 2, comma), (2, 3, None)), (0, 1))
         else:
             body = opt(seq(rest, Repeat(seq(comma, rest), 0, hi - 1)))
-    if body == NOTHING:
+    if is_nothing(body):
         return NOTHING
     return seq(lit("["), sc.ws, body, sc.ws, lit("]"))

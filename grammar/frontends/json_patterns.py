@@ -22,7 +22,7 @@ from grammar.frontends.json_text import canonical_text, json_char, key_excluding
 from grammar.frontends.regex import regex_to_node
 from grammar.frontends.regular import Dfa, intersect, minus, to_dfa, to_node
 from grammar.frontends.unicode import ALL_CHARS
-from grammar.ir import NOTHING, Node, Repeat, alt, lit, seq
+from grammar.ir import NOTHING, Node, Repeat, alt, is_nothing, lit, seq
 
 MAX_MIXED_PATTERNS = 4  # patterns with different schemas: one case per subset of them that match
 
@@ -60,16 +60,16 @@ def extra_member(sc: Any, patterns: dict[str, Any], extra_schema: Any, names: li
         if extra_schema is False:
             return None
         value = sc.node(extra_schema, f"{where}/additionalProperties")
-        return None if value == NOTHING else seq(key_excluding(names, sc.char), ws, lit(":"), ws, value)
+        return None if is_nothing(value) else seq(key_excluding(names, sc.char), ws, lit(":"), ws, value)
     cases = _pattern_cases(sc, patterns, names, where)
     if extra_schema is not False:
         value = sc.node(extra_schema, f"{where}/additionalProperties")
-        if value != NOTHING:
+        if not is_nothing(value):
             other = _any_name()
             for pattern in patterns:
                 other = minus(other, _language(pattern, f"{where}/patternProperties", wide=True))
             cases.append((to_node(minus(other, _names(names))), value))
-    members = [seq(quoted(keys), ws, lit(":"), ws, value) for keys, value in cases if keys != NOTHING and value != NOTHING]
+    members = [seq(quoted(keys), ws, lit(":"), ws, value) for keys, value in cases if not is_nothing(keys) and not is_nothing(value)]
     return alt(*members) if members else None
 
 

@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 from grammar.errors import GrammarError
-from grammar.ir import NOTHING, Grammar, Node, Ref, alt, lit, literals
+from grammar.ir import NOTHING, Grammar, Node, Ref, alt, is_nothing, lit, literals
 from grammar.frontends.json_merge import (ANNOTATIONS, ONE_OF_REQUIRED, check_keywords, merge_all, one_of_disjoint,
                                  required_only, resolve_pointer)
 from grammar.frontends.json_closed import closed_copy
@@ -44,7 +44,7 @@ class SchemaCompiler:
 
     def compile(self) -> Grammar:
         grammar = self.finish(self.node(self.root, ""))
-        if grammar.rules["start"] == NOTHING:
+        if is_nothing(grammar.rules["start"]):
             raise GrammarError("schema accepts no value")
         return grammar
 

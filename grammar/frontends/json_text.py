@@ -242,6 +242,9 @@ def key_excluding(names: list[str], char: Node) -> Node:
         at = i or start
         if len(children) == 1:  # most nodes: one child (a key's bytes after the others diverged)
             ((b, child),) = children.items()
+            if b < 0x80 and i not in ends:  # (then not inside a character either)
+                edges += ((at, child, _BYTE_NODES[b]), (at, close, quote), (at, free, _DIVERGING_ASCII[b]), (at, multi, None))
+                continue
             edges.append((at, child, _BYTE_NODES[b]))
             if i in mid_char:
                 continue
@@ -273,10 +276,7 @@ def _key_trie(names: list[str]) -> tuple[list[dict[int, int]], set[int], set[int
     ends: set[int] = set()
     mid_char: set[int] = set()
     for name in names:
-        if type(name) is str and not _NEEDS_ESCAPE.search(name):
-            word = name.encode()
-        else:
-            word = json.dumps(name, ensure_ascii=False)[1:-1].encode()
+        word = json_string(name)[1:-1].encode()
         node = 0
         if word.isascii():
             for b in word:
@@ -302,6 +302,13 @@ def _key_trie(names: list[str]) -> tuple[list[dict[int, int]], set[int], set[int
     return trie, ends, mid_char
 
 
+def json_string(name: Any) -> str:
+    """`json.dumps(name, ensure_ascii=False)`, without its call for a plain string."""
+    if type(name) is str and not _NEEDS_ESCAPE.search(name):
+        return f'"{name}"'
+    return json.dumps(name, ensure_ascii=False)
+
+
 _NEEDS_ESCAPE = re.compile(r'[\x00-\x1f"\\]')  # what json.dumps escapes in a string (ensure_ascii=False)
 _BYTE_NODES = tuple(lit(bytes((b,))) for b in range(256))  # the shared one-byte literals
 
@@ -317,6 +324,9 @@ def _diverging(taken: tuple[int, ...]) -> Node | None:
         return Bytes(firsts) if firsts else None
     firsts = subtract_ranges(subtract_ranges(((0x20, 0x7F), (0xC2, 0xF4)), SPECIAL), taken_ranges)
     return _chars_starting_with(firsts) if firsts else None
+
+
+_DIVERGING_ASCII = tuple(_diverging((b,)) for b in range(0x80))  # never None: a key's one ASCII next byte
 
 
 def _chars_starting_with(firsts: Ranges) -> Node:
