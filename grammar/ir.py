@@ -137,6 +137,29 @@ def _dedupe_key(node: Node) -> object:
     return ("id", id(node))
 
 
+def renewed(node: Node) -> Node:
+    """A copy of `node` that `alt` treats as a node of its own, as if built anew: a new top node
+    and, for an alternation, new items (alt dedupes larger nodes by identity); what lies below
+    is shared. For the results of pure functions that cache nodes (grammar/frontends/json_numbers.py):
+    callers get what they got before, the same automaton, without building it again."""
+    if type(node) is Alt:
+        return Alt(tuple([_renewed_one(i) for i in node.items]))
+    return _renewed_one(node)
+
+
+def _renewed_one(node: Node) -> Node:
+    kind = type(node)
+    if kind is Seq:
+        return Seq(node.items)
+    if kind is Alt:
+        return Alt(node.items)
+    if kind is Repeat:
+        return Repeat(node.item, node.min, node.max)
+    if kind is Graph:
+        return Graph(node.num_states, node.edges, node.finals)
+    return node  # a leaf: compared by value
+
+
 def opt(item: Node) -> Node:
     return Repeat(item, 0, 1)
 

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 from grammar.errors import GrammarError
-from grammar.ir import EMPTY, Bytes, Graph, Node, Repeat, alt, lit, opt, seq, star
+from grammar.ir import EMPTY, Bytes, Graph, Node, Repeat, alt, lit, opt, renewed, seq, star
 
 DIGIT = Bytes(((48, 57),))
 NONZERO = Bytes(((49, 57),))
 MAX_ENUMERATED = 2000
 MAX_MODULUS = 1000
+# Number nodes by their bounds, built once per process (the same few bounds, none at all most of
+# all, come back in schema after schema); callers get them renewed (grammar/ir.py renewed).
+NUMBER_CACHE = 1024
 
 
 def _digit_between(lo: str, hi: str) -> Node:
@@ -55,6 +59,11 @@ def natural_range(lo: int, hi: int | None) -> Node:
 
 def integer_range(lo: int | None, hi: int | None) -> Node:
     """Canonical JSON integers in [lo, hi] (None = unbounded on that side)."""
+    return renewed(_integer_range(lo, hi))
+
+
+@lru_cache(maxsize=NUMBER_CACHE, typed=True)
+def _integer_range(lo: int | None, hi: int | None) -> Node:
     parts: list[Node] = []
     if lo is None or lo < 0:
         neg_hi = None if lo is None else -lo
@@ -191,6 +200,17 @@ def _nonneg_inward(lo: float, hi: float | None, decimals: int | None, lo_ex: boo
 def number_node(lo: float | None, hi: float | None, decimals: int | None,
                 lo_ex: bool = False, hi_ex: bool = False) -> Node:
     """JSON numbers in the bounds; unbounded numbers allow exponents, bounded ones do not."""
+    if _negative_zero(lo) or _negative_zero(hi):  # -0.0 == 0.0: not one cache entry
+        return _number_node.__wrapped__(lo, hi, decimals, lo_ex, hi_ex)
+    return renewed(_number_node(lo, hi, decimals, lo_ex, hi_ex))
+
+
+def _negative_zero(x: float | None) -> bool:
+    return type(x) is float and x == 0 and math.copysign(1.0, x) < 0
+
+
+@lru_cache(maxsize=NUMBER_CACHE, typed=True)
+def _number_node(lo: float | None, hi: float | None, decimals: int | None, lo_ex: bool, hi_ex: bool) -> Node:
     if lo is None and hi is None:
         int_part = natural_range(0, None)
         return seq(opt(lit("-")), int_part, _fraction(decimals), EXPONENT if decimals is None else EMPTY)
