@@ -14,6 +14,7 @@ from grammar.ir import EMPTY, NOTHING, Graph, Node, Repeat, alt, is_nothing, lit
 from grammar.time_limit import check_time_limit
 
 MAX_COUNTED_SIZE = 20_000  # NFA states the copies of counted members may take
+COLON = lit(":")
 
 
 class SchemaCompiler(Protocol):
@@ -65,15 +66,15 @@ def object_node(sc: SchemaCompiler, schema: dict[str, Any], where: str) -> Node:
     members: list[tuple[Node, bool]] = []
     member_names: list[str] = []
     for name in names:
-        by_name = matching(patterns, name)  # a pattern's schema applies to a declared property too
+        by_name = matching(patterns, name) if patterns else []  # a pattern's schema applies to a declared property too
         sub = props[name] if name in props else True if closed or by_name else extra_schema
         value = sc.node({"allOf": [sub, *by_name]} if by_name else sub, f"{where}/properties/{escape(name)}")
-        member = seq(lit(json_string(name)), ws, lit(":"), ws, value)
         if is_nothing(value):
             if name in required:
                 return NOTHING
             continue
-        members.append((member, name in required))
+        key = lit(json_string(name) + ":") if ws is EMPTY else seq(lit(json_string(name)), ws, COLON, ws)
+        members.append((seq(key, value), name in required))
         member_names.append(name)
     extra = extra_member(sc, patterns, extra_schema, names + [f for f in forbid if f not in names], where)
     comma = seq(ws, lit(","), ws)
