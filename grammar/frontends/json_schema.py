@@ -198,26 +198,30 @@ class SchemaCompiler:
         return {**rest, "type": "object", ONE_OF_REQUIRED: [required]}
 
     def enum(self, schema: dict[str, Any], where: str) -> Node:
-        import jsonschema
-
         values = [schema["const"]] if "const" in schema else schema["enum"]
         if not isinstance(values, list):
             raise GrammarError(f"{where}/enum: must be an array")
         rest = {k: v for k, v in schema.items() if k not in ("enum", "const")}
-        validator = jsonschema.validators.validator_for(self.root if isinstance(self.root, dict) else {})
-        defs = {k: self.root.get(k, {}) for k in ("$defs", "definitions")} if isinstance(self.root, dict) else {}
-        checker = validator(closed_copy({**rest, **defs}) if self.strict else {**rest, **defs})
+        checker = self.value_checker(rest) if rest.keys() - ANNOTATIONS else None  # None: nothing to check
         options = []
         for i, v in enumerate(values):
             if i & 1023 == 1023:
                 check_time_limit()
             try:
-                ok = checker.is_valid(v) if len(rest.keys() - ANNOTATIONS) else True
+                ok = checker is None or checker.is_valid(v)
             except Exception:
                 ok = True
             if ok:
                 options.extend(literal_texts(v))
         return literals(options) if options else NOTHING
+
+    def value_checker(self, rest: dict[str, Any]) -> Any:
+        """A JSON Schema validator of `rest` (with the document's definitions) for enum values."""
+        import jsonschema
+
+        validator = jsonschema.validators.validator_for(self.root if isinstance(self.root, dict) else {})
+        defs = {k: self.root.get(k, {}) for k in ("$defs", "definitions")} if isinstance(self.root, dict) else {}
+        return validator(closed_copy({**rest, **defs}) if self.strict else {**rest, **defs})
 
     def typed(self, t: str, schema: dict[str, Any], where: str) -> Node:
         if t == "null":
