@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -232,74 +233,97 @@ def key_excluding(names: list[str], char: Node) -> Node:
     """A quoted key whose raw bytes spell none of `names` (escapes only after diverging): a trie
     of the names whose nodes may also leave for `free` (any key text), `close` or, from nodes
     with only ASCII children, `multi` (a multi-byte character, then free)."""
-    trie, ends, mid_char = _key_trie(names)
-    free, close, multi = len(trie), len(trie) + 1, len(trie) + 2
-    start = len(trie) + 3  # Graph state 0 must be the start: the trie's root is numbered `start`
+    trie = _key_trie(names)
+    children, ends, mid_char, byte_in = trie.children, trie.ends, trie.mid_char, trie.byte_in
+    free, close, multi = len(children), len(children) + 1, len(children) + 2
+    start = len(children) + 3  # Graph state 0 must be the start: the trie's root is numbered `start`
     quote = _BYTE_NODES[34]
     edges: list[tuple[int, int, Node | None]] = [(free, free, char), (free, close, quote),
                                                  (multi, free, codepoint_ranges_to_node(((0x80, 0x10FFFF),)))]
-    for i, children in enumerate(trie):
+    done = 0  # nodes below this have their edges
+    for i in sorted(trie.special):
+        # The plain nodes before i: one ASCII child, the next node (what the loop below makes of them).
+        edges += [e for k in range(done, i) for e in ((k, k + 1, _BYTE_NODES[byte_in[k + 1]]), (k, close, quote),
+                                                      (k, free, _DIVERGING_ASCII[byte_in[k + 1]]), (k, multi, None))]
+        done = i + 1
         at = i or start
-        if len(children) == 1:  # most nodes: one child (a key's bytes after the others diverged)
-            ((b, child),) = children.items()
-            if b < 0x80 and i not in ends:  # (then not inside a character either)
-                edges += ((at, child, _BYTE_NODES[b]), (at, close, quote), (at, free, _DIVERGING_ASCII[b]), (at, multi, None))
-                continue
+        kids = children[i]
+        for b, child in kids.items():
             edges.append((at, child, _BYTE_NODES[b]))
-            if i in mid_char:
-                continue
-            if i not in ends:
-                edges.append((at, close, quote))
-            firsts = _diverging((b,))
-            ascii_only = b < 0x80
-        else:
-            for b, child in children.items():
-                edges.append((at, child, _BYTE_NODES[b]))
-            if i in mid_char:
-                continue
-            if i not in ends:
-                edges.append((at, close, quote))
-            firsts = _diverging(tuple(sorted(children)))
-            ascii_only = all(b < 0x80 for b in children)
+        if i in mid_char:
+            continue
+        if i not in ends:
+            edges.append((at, close, quote))
+        firsts = _diverging(tuple(sorted(kids)))
         if firsts is not None:
             edges.append((at, free, firsts))
-        if ascii_only:  # any multi-byte character through the shared state
+        if all(b < 0x80 for b in kids):  # any multi-byte character through the shared state
             edges.append((at, multi, None))
     edges.append((0, start, quote))
-    return Graph(len(trie) + 4, tuple(edges), (close,))
+    return Graph(len(children) + 4, tuple(edges), (close,))
 
 
-def _key_trie(names: list[str]) -> tuple[list[dict[int, int]], set[int], set[int]]:
-    """The trie of the names' raw bytes (as JSON writes them, escapes and all): children per
-    node, the nodes where a name ends, the nodes inside a multi-byte character."""
-    trie: list[dict[int, int]] = [{}]
-    ends: set[int] = set()
-    mid_char: set[int] = set()
+@dataclass(slots=True)
+class _KeyTrie:
+    """The trie of key_excluding's names: children per node (byte -> node; a node's first child
+    is the next node), the nodes where a name ends, the nodes inside a multi-byte character, the
+    byte into each node, and the nodes that are not plain (plain: one ASCII child, no name ending)."""
+
+    children: list[dict[int, int]] = field(default_factory=lambda: [{}])
+    ends: set[int] = field(default_factory=set)
+    mid_char: set[int] = field(default_factory=set)
+    byte_in: list[int] = field(default_factory=lambda: [-1])
+    special: set[int] = field(default_factory=lambda: {0})
+
+
+def _key_trie(names: list[str]) -> _KeyTrie:
+    """The names' raw bytes (as JSON writes them, escapes and all) in a trie."""
+    trie = _KeyTrie()
+    children, byte_in, special = trie.children, trie.byte_in, trie.special
     for name in names:
-        word = json_string(name)[1:-1].encode()
-        node = 0
-        if word.isascii():
-            for b in word:
-                kids = trie[node]
-                nxt = kids.get(b)
-                if nxt is None:
-                    nxt = kids[b] = len(trie)
-                    trie.append({})
-                node = nxt
-        else:
-            pending = 0
-            for b in word:
-                pending = (3 if b >= 0xF0 else 2 if b >= 0xE0 else 1 if b >= 0xC0 else 0) if b >= 0xC0 or b < 0x80 else pending - 1
-                kids = trie[node]
-                nxt = kids.get(b)
-                if nxt is None:
-                    nxt = kids[b] = len(trie)
-                    trie.append({})
-                node = nxt
-                if pending:
-                    mid_char.add(node)
-        ends.add(node)
-    return trie, ends, mid_char
+        plain = type(name) is str and not _NEEDS_ESCAPE.search(name)
+        word = name.encode() if plain else json_string(name)[1:-1].encode()
+        if not word.isascii():
+            _add_word(trie, word)
+            continue
+        node, j = 0, 0
+        for b in word:  # down the shared prefix
+            nxt = children[node].get(b)
+            if nxt is None:
+                break
+            node, j = nxt, j + 1
+        if j < len(word):  # the rest as new nodes in a chain
+            kids = children[node]
+            if kids:
+                special.add(node)  # a second child
+            first = len(children)
+            kids[word[j]] = first
+            children += [{b: first + k + 1} for k, b in enumerate(word[j + 1:])]
+            children.append({})
+            byte_in += word[j:]
+            node = len(children) - 1
+        trie.ends.add(node)
+    special |= trie.ends
+    return trie
+
+
+def _add_word(trie: _KeyTrie, word: bytes) -> None:
+    """Add a word with multi-byte characters, byte by byte."""
+    children, pending, node = trie.children, 0, 0
+    for b in word:
+        pending = (3 if b >= 0xF0 else 2 if b >= 0xE0 else 1 if b >= 0xC0 else 0) if b >= 0xC0 or b < 0x80 else pending - 1
+        kids = children[node]
+        nxt = kids.get(b)
+        if nxt is None:
+            if kids or b >= 0x80:
+                trie.special.add(node)
+            nxt = kids[b] = len(children)
+            children.append({})
+            trie.byte_in.append(b)
+        node = nxt
+        if pending:
+            trie.mid_char.add(node)
+    trie.ends.add(node)
 
 
 def json_string(name: Any) -> str:
