@@ -18,7 +18,8 @@ from typing import Any
 
 from grammar.errors import GrammarError
 from grammar.frontends.json_presence import escape
-from grammar.frontends.json_text import canonical_text, json_char, key_excluding, quoted
+from grammar.frontends.json_keys import key_excluding
+from grammar.frontends.json_text import canonical_text, json_char, quoted
 from grammar.frontends.regex import regex_to_node
 from grammar.frontends.regular import Dfa, intersect, minus, to_dfa, to_node
 from grammar.frontends.unicode import ALL_CHARS

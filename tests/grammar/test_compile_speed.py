@@ -6,7 +6,7 @@ import numpy as np
 
 import grammar
 from grammar.automaton.nfa import COMPACT_ABOVE, NfaBuilder, _rule_facts, build_nfa
-from grammar.frontends import json_text, unicode
+from grammar.frontends import json_keys, json_text, unicode
 from grammar.frontends.json_schema import compile_schema_to_grammar
 from grammar.ir import Alt, Bytes, Grammar, Graph, Ref, Repeat, Seq, alt, lit
 from tests.grammar.conftest import byte_vocab
@@ -23,7 +23,7 @@ SCHEMA = {
 
 
 def _clear_fragments() -> None:
-    for fn in (unicode._ranges_node, json_text._json_char, json_text.any_json_char, json_text._diverging,
+    for fn in (unicode._ranges_node, json_text._json_char, json_text.any_json_char, json_keys._diverging,
                json_text._any_value, json_text.whitespace):
         fn.cache_clear()
 
