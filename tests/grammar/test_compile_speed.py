@@ -6,9 +6,9 @@ import numpy as np
 
 import grammar
 from grammar.automaton.nfa import COMPACT_ABOVE, NfaBuilder, _rule_facts, build_nfa
-from grammar.frontends import json_keys, json_text, unicode
+from grammar.frontends import json_keys, json_numbers, json_text, unicode
 from grammar.frontends.json_schema import compile_schema_to_grammar
-from grammar.ir import Alt, Bytes, Grammar, Graph, Ref, Repeat, Seq, alt, lit
+from grammar.ir import EMPTY, NOTHING, Alt, Bytes, Grammar, Graph, Ref, Repeat, Seq, alt, is_nothing, lit, seq
 from tests.grammar.conftest import byte_vocab
 from tests.grammar.helpers import accepts_text
 
@@ -108,3 +108,24 @@ def test_rule_facts_count_nodes_once_per_copy():
         assert facts.own_size[name] == size and sorted(facts.ref_times[name]) == sorted(refs), name
         assert facts.graph[name] == {r for r, _ in refs}
     assert facts.counts == {"r": 4, "s": 1}
+
+
+def test_cached_number_nodes_are_handed_out_renewed():
+    """Equal by value, new to alt's identity dedupe: side by side they stay two branches, as when built anew."""
+    for make, fresh in ((lambda: json_numbers.number_node(None, None, None),
+                         lambda: json_numbers._number_node.__wrapped__(None, None, None, False, False)),
+                        (lambda: json_numbers.integer_range(None, 5), lambda: json_numbers._integer_range.__wrapped__(None, 5))):
+        a, b = make(), make()
+        assert a == b == fresh() and a is not b
+        assert alt(a, b) == alt(fresh(), fresh()) and alt(a, a) == alt(a)
+    assert json_numbers.number_node(-0.0, 1, None) == json_numbers._number_node.__wrapped__(-0.0, 1, None, False, False)
+
+
+def test_is_nothing_is_equality_with_nothing():
+    class Group(Alt):
+        pass
+
+    for node in (NOTHING, Alt(()), EMPTY, lit("a"), lit("ab"), Alt((lit("a"),)), Group(()), Repeat(NOTHING, 0, 1), Ref("r")):
+        assert is_nothing(node) == (node == NOTHING)
+        assert (seq(lit("x"), node) == NOTHING) == (node == NOTHING)
+    assert lit("é") == Seq((Bytes(((0xC3, 0xC3),)), Bytes(((0xA9, 0xA9),)))) and lit(b"\xff") == Bytes(((255, 255),))
