@@ -29,7 +29,7 @@ def key_excluding(names: list[str], char: Node) -> Node:
                                                       (k, free, _DIVERGING_ASCII[byte_in[k + 1]]), (k, multi, None))]
         done = i + 1
         at = i or start
-        kids = children[i]
+        kids = trie.kids(i)
         for b, child in kids.items():
             edges.append((at, child, _BYTE_NODES[b]))
         if i in mid_char:
@@ -47,15 +47,23 @@ def key_excluding(names: list[str], char: Node) -> Node:
 
 @dataclass(slots=True)
 class _KeyTrie:
-    """The trie of key_excluding's names: children per node (byte -> node; a node's first child
-    is the next node), the nodes where a name ends, the nodes inside a multi-byte character, the
-    byte into each node, and the nodes that are not plain (plain: one ASCII child, no name ending)."""
+    """The trie of key_excluding's names: children per node (byte -> node; None: only the next
+    node, the rest of a name's chain), the nodes where a name ends, the nodes inside a multi-byte
+    character, the byte into each node, and the nodes that are not plain (plain: one ASCII child,
+    no name ending)."""
 
-    children: list[dict[int, int]] = field(default_factory=lambda: [{}])
+    children: list[dict[int, int] | None] = field(default_factory=lambda: [{}])
     ends: set[int] = field(default_factory=set)
     mid_char: set[int] = field(default_factory=set)
     byte_in: list[int] = field(default_factory=lambda: [-1])
     special: set[int] = field(default_factory=lambda: {0})
+
+    def kids(self, node: int) -> dict[int, int]:
+        """The node's children, as a dict from now on."""
+        kids = self.children[node]
+        if kids is None:
+            kids = self.children[node] = {self.byte_in[node + 1]: node + 1}
+        return kids
 
 
 def _key_trie(names: list[str]) -> _KeyTrie:
@@ -69,17 +77,17 @@ def _key_trie(names: list[str]) -> _KeyTrie:
             continue
         node, j = 0, 0
         for b in word:  # down the shared prefix
-            nxt = children[node].get(b)
+            kids = children[node]
+            nxt = (node + 1 if byte_in[node + 1] == b else None) if kids is None else kids.get(b)
             if nxt is None:
                 break
             node, j = nxt, j + 1
         if j < len(word):  # the rest as new nodes in a chain
-            kids = children[node]
+            kids = trie.kids(node)
             if kids:
                 special.add(node)  # a second child
-            first = len(children)
-            kids[word[j]] = first
-            children += [{b: first + k + 1} for k, b in enumerate(word[j + 1:])]
+            kids[word[j]] = len(children)
+            children += [None] * (len(word) - j - 1)
             children.append({})
             byte_in += word[j:]
             node = len(children) - 1
@@ -93,7 +101,7 @@ def _add_word(trie: _KeyTrie, word: bytes) -> None:
     children, pending, node = trie.children, 0, 0
     for b in word:
         pending = (3 if b >= 0xF0 else 2 if b >= 0xE0 else 1 if b >= 0xC0 else 0) if b >= 0xC0 or b < 0x80 else pending - 1
-        kids = children[node]
+        kids = trie.kids(node)
         nxt = kids.get(b)
         if nxt is None:
             if kids or b >= 0x80:
