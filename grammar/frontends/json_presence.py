@@ -101,12 +101,14 @@ def presence_graph(members: list[tuple[Node, bool]], names: list[str], extra: No
     edges: dict[tuple, list[tuple[tuple, Node | None]]] = {}
     start = ("at", 0, frozenset(), False)
     todo, seen = [start], {start}
+    order = [start]  # states as first reached: numbered in this order (a set's order follows the hash seed)
 
     def add(src: tuple, dst: tuple, label: Node | None) -> None:
         edges.setdefault(src, []).append((dst, label))
         if dst not in seen:
             seen.add(dst)
             todo.append(dst)
+            order.append(dst)
 
     while todo:
         state = todo.pop()
@@ -133,8 +135,9 @@ def presence_graph(members: list[tuple[Node, bool]], names: list[str], extra: No
     if start not in live:
         return NOTHING
     ids = {start: 0}
-    for state in live:
-        ids.setdefault(state, len(ids))
+    for state in order:
+        if state in live:
+            ids.setdefault(state, len(ids))
     kept = [(ids[src], ids[dst], label) for src, outs in edges.items() if src in live
             for dst, label in outs if dst in live]  # fmt: skip
     memo = {id(ws): 1}  # free whitespace counts as one state: the limit is the same in both modes
