@@ -12,7 +12,7 @@ from typing import Any
 
 from grammar.automaton.dfa import DEFAULT_BUILDER
 from grammar.bitmask import BitmaskViews
-from grammar.compiled import CompiledGrammar
+from grammar.compiled import FIRST_MASKS_BUDGET_S, CompiledGrammar
 from grammar.errors import GrammarError
 from grammar.frontends.gbnf import gbnf_to_grammar
 from grammar.frontends.json_schema import compile_schema_to_grammar
@@ -35,8 +35,9 @@ class Compiler:
     bitmask views its matchers write through. Made once per vocabulary by `compiler_for` (which
     the module's `compile_*` functions use); tests also make one with other implementations of
     the walk and the row builder (the C ones or their references: `walk`, `builder`). Safe to
-    share between threads. A cached compile returns once its first mask is made; the masks made
-    ahead of use follow on the compiler's `PrecomputeWorker` thread (grammar/precompute_worker.py);
+    share between threads. A cached compile returns once the masks nearest its start are made
+    (for about FIRST_MASKS_BUDGET_S, grammar/compiled.py); the other masks made ahead of use
+    follow on the compiler's `PrecomputeWorker` thread (grammar/precompute_worker.py);
     with `deferred=False` they are made before it returns (as before: compile + first mask ~2 ms
     longer, but masks filled right after the compile find them made).
     """
@@ -66,6 +67,8 @@ class Compiler:
             with _gc_paused():
                 # outside the lock: compiles of other grammars go on
                 compiled = self.compile(build(), deferred=self.deferred)
+                if self.deferred:
+                    compiled.precompute_now(FIRST_MASKS_BUDGET_S)  # the masks nearest the start
         except RecursionError:
             raise GrammarError("grammar nested too deeply to compile") from None
         if not compiled.mask(compiled.initial).any():  # its matcher would allow no token at all

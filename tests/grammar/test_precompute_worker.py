@@ -76,7 +76,7 @@ def test_a_compile_returns_before_its_precompute(monkeypatch):
     t0 = time.perf_counter()
     g = grammar.compile_json_schema(SCHEMA, vocab)
     assert time.perf_counter() - t0 < 5  # did not wait for the held step
-    assert not g.precompute_done.is_set() and g.precomputed == 0
+    assert not g.precompute_done.is_set() and g.precomputed > 0  # the first share: made by the compile itself
     assert g.initial in g.masks  # the first mask is made before the compile returns
     other = grammar.compile_regex("[a-c]+x", vocab)  # a later compile is not held up either
     assert other.initial in other.masks and not other.precompute_done.is_set()
