@@ -28,6 +28,10 @@ PAUSE_S = 50e-6
 BUSY_SHARE = 0.5
 BUSY_LATE_S = 1e-3
 MAX_PAUSE_S = 20e-3
+# A grammar whose precompute found the process busy for this long in all is given up (its masks are
+# made on use): a server that decodes without pause would otherwise see the thread wake, take the
+# GIL by a forced switch and sleep again every MAX_PAUSE_S for as long as it runs.
+GIVE_UP_BUSY_S = 2.0
 
 
 class PrecomputeWorker:
@@ -82,14 +86,20 @@ class PrecomputeWorker:
                 grammar.end_precompute()  # its masks are made on use; the thread goes on with the next
 
     def precompute(self, grammar: CompiledGrammar) -> None:
-        """Step `grammar`'s precompute until it is over or this thread spent `budget_s` on it.
-        Steps run only after a hand-back that found the process's other threads idle (see BUSY_SHARE)."""
+        """Step `grammar`'s precompute until it is over, this thread spent `budget_s` on it, or the
+        process was busy for GIVE_UP_BUSY_S. Steps run only after a hand-back that found the
+        process's other threads idle (see BUSY_SHARE)."""
         clock = time.thread_time
-        spent = 0.0
+        spent = busy_s = 0.0
         pause = PAUSE_S
         while True:
+            t0 = time.perf_counter()
             pause, busy = self.hand_back(pause)
             if busy:
+                busy_s += time.perf_counter() - t0
+                if busy_s > GIVE_UP_BUSY_S:
+                    grammar.end_precompute()
+                    return
                 continue
             start = clock()
             while True:

@@ -195,6 +195,17 @@ def test_no_steps_while_the_other_threads_run(monkeypatch):
     assert g.precompute_done.wait(10) and g.precomputed > 5
 
 
+def test_a_precompute_busy_for_too_long_is_given_up(monkeypatch):
+    monkeypatch.setattr(precompute_worker, "_others_cpu", time.perf_counter)  # the others always busy
+    monkeypatch.setattr(precompute_worker, "GIVE_UP_BUSY_S", 0.2)
+    g = _deferred(Compiler(byte_vocab()), compile_schema_to_grammar(SCHEMA))
+    worker = PrecomputeWorker(budget_s=1.0)
+    worker.submit(g)
+    assert g.precompute_done.wait(10) and g.precomputed == 0  # given up: its masks are made on use
+    assert _same(_rows(g, list(TEXT) + [256]), _rows(Compiler(g.vocab).compile(compile_schema_to_grammar(SCHEMA)),
+                                                     list(TEXT) + [256]))
+
+
 def test_the_other_threads_cpu_is_the_process_less_this_thread():
     done = threading.Event()
 
