@@ -26,13 +26,14 @@ def node_kind(node: Node) -> type:
 
 
 class Emitter:
-    """Emitter(builder, nfa, ref_plans, compact, hoist_min_copies): the walk over a grammar's nodes."""
+    """Emitter(builder, nfa, ref_plans, compact, hoist_min_copies): the walk over a grammar's nodes.
+    The last three let the C walk skip calls into the builder; this one asks the builder for every
+    Ref's and every repeat's plan (the same answers), so it keeps none of them."""
 
     def __init__(self, builder: Any, nfa: Any, ref_plans: dict[str, Any], compact: bool,
                  hoist_min_copies: int) -> None:
         self.builder = builder
         self.nfa = nfa
-        self.ref_plans = ref_plans  # (the builder memoizes its plans here; its ref_plan reads them)
 
     def emit(self, node: Node, s: int, t: int) -> None:
         nfa = self.nfa

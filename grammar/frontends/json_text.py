@@ -237,9 +237,7 @@ def json_string(name: Any) -> str:
 
 def json_string_content(name: Any) -> bytes:
     """The UTF-8 bytes between the quotes of `json_string(name)`."""
-    if type(name) is str and not _NEEDS_ESCAPE.search(name):
-        return name.encode()
-    return json.dumps(name, ensure_ascii=False)[1:-1].encode()
+    return json_string(name)[1:-1].encode()
 
 
 _NEEDS_ESCAPE = re.compile(r'[\x00-\x1f"\\]')  # what json.dumps escapes in a string (ensure_ascii=False)
