@@ -14,6 +14,10 @@ would (0, the default: fills right after the compile; ours makes most of its fir
 thread after the compile returned, grammar/precompute_worker.py, so back to back its fills race
 that thread and make many of those masks themselves).
 
+`--repeats N` runs the engines N times, one after the other, each time a fresh instance (no
+compile cache carried over), and quotes each timing as the median of the runs and each ratio as
+the median of the runs' ratios: a mask p99 moves by a fifth between single runs on a shared machine.
+
 `--slowest N` then lists our N slowest mask fills (a second pass of ours, fresh compiles): the
 schema, the step, the text before it, the configuration (a state's slice, absorb length and
 dominant target) and the time of walking that state again, warm.
@@ -280,29 +284,36 @@ def _stats(res: Result, ids: set[str]) -> dict[str, float]:
     }
 
 
-def print_tables(results: list[Result], num_rows: int, vocab_name: str) -> dict[str, dict[str, float]]:
-    common = set.intersection(*[set(r.mask_us) for r in results]) if results else set()
-    print(f"\n{vocab_name}: {num_rows} schemas; timings over 'common' = the {len(common)} schemas every engine compiled\n")
+def print_tables(runs: dict[str, list[Result]], num_rows: int, vocab_name: str) -> dict[str, dict[str, float]]:
+    """The coverage table (the first run: coverage does not change between runs) with each timing
+    the median over the runs, and the ratio table with each ratio the median of the runs' ratios
+    (each run's engines measured side by side, one after the other)."""
+    first = [rs[0] for rs in runs.values()]
+    common = set.intersection(*[set(r.mask_us) for rs in runs.values() for r in rs]) if runs else set()
+    repeats = min((len(rs) for rs in runs.values()), default=1)
+    each = f", each timing the median of {repeats} runs" if repeats > 1 else ""
+    print(f"\n{vocab_name}: {num_rows} schemas; timings over 'common' = the {len(common)} schemas every engine compiled{each}\n")
     print("| engine | compiled | valid accepted (coverage) | valid rejected | invalid accepted / total | compile p50 ms "
           "| first mask p50 ms | mask p50 / p99 / mean us | accept p50 / p99 us |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    per_run = {name: [_stats(r, common) for r in rs] for name, rs in runs.items()}
     stats: dict[str, dict[str, float]] = {}
-    for r in results:
-        s = stats[r.name] = _stats(r, common)
+    for r in first:
+        s = stats[r.name] = {k: float(np.median([x[k] for x in per_run[r.name]])) for k in per_run[r.name][0]}
         print(f"| {r.name} | {r.compiled} | {r.valid_ok} | {r.valid_rejected} | {r.invalid_accepted} / {r.invalid_total} | "
               f"{s['compile_p50_ms']:.2f} | {s['first_mask_p50_ms']:.2f} | "
               f"{s['mask_p50_us']:.1f} / {s['mask_p99_us']:.0f} / {s['mask_mean_us']:.0f} | "
               f"{s['accept_p50_us']:.1f} / {s['accept_p99_us']:.0f} |")
     if "ours" in stats and len(stats) > 1:
-        print(f"\n{vocab_name}: ratio ours / other (lower is better for ours)\n")
+        print(f"\n{vocab_name}: ratio ours / other (lower is better for ours){each.replace('timing', 'ratio')}\n")
         print("| other | compile p50 | first mask p50 | mask p50 | mask p99 | mask mean | accept p50 | accept p99 |")
         print("|---|---:|---:|---:|---:|---:|---:|---:|")
-        o = stats["ours"]
         keys = ("compile_p50_ms", "first_mask_p50_ms", "mask_p50_us", "mask_p99_us", "mask_mean_us",
                 "accept_p50_us", "accept_p99_us")
-        for name, s in stats.items():
+        for name in stats:
             if name != "ours":
-                print(f"| {name} | " + " | ".join(f"{o[k] / s[k]:.2f}x" for k in keys) + " |")
+                pairs = list(zip(per_run["ours"], per_run[name]))
+                print(f"| {name} | " + " | ".join(f"{np.median([o[k] / x[k] for o, x in pairs]):.2f}x" for k in keys) + " |")
     return stats
 
 
@@ -355,6 +366,8 @@ def main() -> None:
     parser.add_argument("--vocab", default="smollm2", choices=["smollm2", "gemma3", "both"])
     parser.add_argument("--gap-ms", type=float, default=0.0,
                         help="sleep this long between a compile and its first mask (a prefill; 0: back to back)")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="run the engines this many times, one after the other; quote each figure's median")
     parser.add_argument("--slowest", type=int, default=0, help="then list our N slowest mask fills")
     args = parser.parse_args()
     with gzip.open(args.data, "rt") as f:
@@ -371,24 +384,27 @@ def run_vocab(vocab_name: str, rows: list[dict], args: argparse.Namespace) -> No
     print(f"{vocab_name}: tokenizer loaded in {time.perf_counter() - t0:.1f} s ({len(tokenizer)} tokens)")
     eos = tokenizer.eos_token_id
     makers = {"ours": Ours, "xgrammar": XGrammar, "llguidance": LLGuidance}
-    results: list[Result] = []
-    for name in args.engines.split(","):
-        t0 = time.perf_counter()
-        try:
-            engine = makers[name](tokenizer)
-        except ImportError as exc:
-            print(f"skipping {name}: {exc} (pip install xgrammar llguidance)")
-            continue
-        setup_s = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        results.append(run_engine(engine, rows, tokenizer, eos, args.gap_ms))
-        print(f"{vocab_name} {name}: per-tokenizer setup {setup_s:.2f} s, run {time.perf_counter() - t0:.1f} s")
-    stats = print_tables(results, len(rows), vocab_name)
+    runs: dict[str, list[Result]] = {}
+    names = args.engines.split(",")
+    for rep in range(max(1, args.repeats)):
+        for name in list(names):
+            t0 = time.perf_counter()
+            try:
+                engine = makers[name](tokenizer)  # a fresh one per run: no compile cache carried over
+            except ImportError as exc:
+                print(f"skipping {name}: {exc} (pip install xgrammar llguidance)")
+                names.remove(name)
+                continue
+            setup_s = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            runs.setdefault(name, []).append(run_engine(engine, rows, tokenizer, eos, args.gap_ms))
+            print(f"{vocab_name} {name} run {rep + 1}: per-tokenizer setup {setup_s:.2f} s, run {time.perf_counter() - t0:.1f} s")
+    stats = print_tables(runs, len(rows), vocab_name)
     if args.slowest:
         print_slowest(Ours(tokenizer), rows, tokenizer, eos, args.slowest)
     if args.plot:
         root, ext = os.path.splitext(args.plot)
-        plot(results, stats, f"{root}-{vocab_name}{ext or '.png'}", vocab_name)
+        plot([rs[0] for rs in runs.values()], stats, f"{root}-{vocab_name}{ext or '.png'}", vocab_name)
 
 
 if __name__ == "__main__":
