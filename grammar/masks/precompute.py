@@ -18,7 +18,7 @@ from grammar.automaton.constants import FLAG_CALLS
 from grammar.automaton.dfa import LazyDfa
 from grammar.automaton.pda import States
 from grammar.masks.index import TokenIndex
-from grammar.masks.state_masks import STOP, Key, StateMask, keep_walked
+from grammar.masks.state_masks import STOP, Key, StateMask, compute_mask, keep_walked
 from grammar.masks.words import Words, scratch
 
 LIKELY_ENDS = 2  # a walk's end states (longest tokens first) taken ahead of the others
@@ -26,8 +26,10 @@ LIKELY_ENDS = 2  # a walk's end states (longest tokens first) taken ahead of the
 
 class Frontier:
     """The states still to walk, likeliest first, of one grammar's DFA; `step` walks the next one
-    not walked yet, filling `state_masks` and, for a state on the empty stack that needs no pushdown
-    step, the whole-configuration cache `masks` (the grammar's caches, shared with its matchers:
+    not walked yet, filling `state_masks` and, for the state's configuration on the empty stack,
+    the whole-configuration cache `masks` (through the pushdown step when the state calls, may end
+    the output or has escapes: most of the masks that cost a fill 30-50 us after their walk was
+    made; the grammar's caches, shared with its matchers:
     the caller holds the grammar's lock around each step; a state a matcher made meanwhile is
     walked again for the states its tokens end in, and its mask kept as it is). The states the longest tokens end in
     go first (a tokenizer's merges make long tokens: `{"` + `name`, not `n` + `am`)."""
@@ -72,8 +74,11 @@ class Frontier:
         self.walked.add(key)
         self.done += 1
         flags = dfa.flags.item(d)
-        if not nonempty and not flags & STOP and not raw:  # stack-free: the configuration's mask too
-            self.masks.setdefault(frozenset((((), d),)), sm.words)
+        if not nonempty:  # the configuration on the empty stack: its mask too
+            configs = frozenset((((), d),))
+            if configs not in self.masks:  # stack-free: the state's; else through calls, returns, escapes
+                stack_free = not flags & STOP and not raw
+                self.masks[configs] = sm.words if stack_free else compute_mask(dfa, index, configs, self.state_masks)
         first = [(t, nonempty) for t in ends[:LIKELY_ENDS]]
         dom = dfa.dominant.item(d)
         if dom >= 0:  # the next state of a run a slice absorbs (tokens ending inside it)
@@ -94,9 +99,10 @@ class Frontier:
 
     def run(self, max_states: int, budget_s: float) -> int:
         """Step until `max_states` states are walked here, none is left or about `budget_s` seconds
-        passed (at once: an eager compile); returns how many states were walked."""
+        passed (at once: an eager compile); returns how many states were walked. The clock is read
+        after every step (a step through the pushdown path can take a few hundred us)."""
         end = time.perf_counter() + budget_s
         while self.done < max_states and self.step():
-            if self.done % 8 == 0 and time.perf_counter() > end:
+            if time.perf_counter() > end:
                 break
         return self.done

@@ -111,6 +111,29 @@ def test_an_eager_compiler_makes_them_before_it_returns():
     assert _same(_rows(deferred, list(TEXT) + [256]), _rows(g, list(TEXT) + [256]))
 
 
+TREE = {"$defs": {"node": {"type": "object", "additionalProperties": False, "required": ["v"],
+                           "properties": {"v": {"type": "integer"}, "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}}}},
+        "$ref": "#/$defs/node"}
+
+
+@pytest.mark.parametrize("schema", [TREE, {"type": "integer"}, SCHEMA])
+def test_configurations_through_calls_returns_and_escapes_are_made_ahead_too(schema):
+    """The empty-stack configuration of a state that calls, may end the output or has escapes
+    gets its mask ahead of use as well (through the pushdown step), the same bits as made on use."""
+    from grammar.masks.state_masks import STOP, compute_mask
+    from grammar.masks.words import dense
+
+    g = Compiler(byte_vocab(), deferred=False).compile(compile_schema_to_grammar(schema))
+    pushdown = []
+    for configs, words in g.masks.items():
+        ((stack, d),) = configs
+        sm = g._state_masks.get((d, False))
+        if not stack and (g.dfa.flags.item(d) & STOP or (sm is not None and sm.escapes)):
+            pushdown.append(configs)
+            assert (dense(words) == dense(compute_mask(g.dfa, g.index, configs, {}))).all()
+    assert pushdown  # the start of a called rule, the end of the document
+
+
 def test_matchers_filling_during_the_precompute_get_the_same_bits():
     vocab = byte_vocab()
     compiler = Compiler(vocab)
