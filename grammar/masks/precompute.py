@@ -18,7 +18,7 @@ from grammar.automaton.constants import FLAG_CALLS
 from grammar.automaton.dfa import LazyDfa
 from grammar.automaton.pda import States
 from grammar.masks.index import TokenIndex
-from grammar.masks.state_masks import STOP, Key, StateMask, compute_mask, keep_walked
+from grammar.masks.state_masks import Key, StateMask, compute_mask, keep_walked
 from grammar.masks.words import Words, scratch
 
 LIKELY_ENDS = 2  # a walk's end states (longest tokens first) taken ahead of the others
@@ -76,9 +76,8 @@ class Frontier:
         flags = dfa.flags.item(d)
         if not nonempty:  # the configuration on the empty stack: its mask too
             configs = frozenset((((), d),))
-            if configs not in self.masks:  # stack-free: the state's; else through calls, returns, escapes
-                stack_free = not flags & STOP and not raw
-                self.masks[configs] = sm.words if stack_free else compute_mask(dfa, index, configs, self.state_masks)
+            if configs not in self.masks:  # the state's words when stack-free, else through calls, returns, escapes
+                self.masks[configs] = compute_mask(dfa, index, configs, self.state_masks)
         first = [(t, nonempty) for t in ends[:LIKELY_ENDS]]
         dom = dfa.dominant.item(d)
         if dom >= 0:  # the next state of a run a slice absorbs (tokens ending inside it)

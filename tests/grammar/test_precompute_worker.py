@@ -15,6 +15,8 @@ from grammar import precompute_worker
 from grammar.compiled import CompiledGrammar
 from grammar.compiler import Compiler
 from grammar.frontends.json_schema import compile_schema_to_grammar
+from grammar.masks.state_masks import STOP, compute_mask
+from grammar.masks.words import dense
 from grammar.precompute_worker import PrecomputeWorker
 
 from .conftest import byte_vocab
@@ -120,9 +122,6 @@ TREE = {"$defs": {"node": {"type": "object", "additionalProperties": False, "req
 def test_configurations_through_calls_returns_and_escapes_are_made_ahead_too(schema):
     """The empty-stack configuration of a state that calls, may end the output or has escapes
     gets its mask ahead of use as well (through the pushdown step), the same bits as made on use."""
-    from grammar.masks.state_masks import STOP, compute_mask
-    from grammar.masks.words import dense
-
     g = Compiler(byte_vocab(), deferred=False).compile(compile_schema_to_grammar(schema))
     pushdown = []
     for configs, words in g.masks.items():
