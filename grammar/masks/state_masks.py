@@ -99,7 +99,9 @@ def fill_single(dfa: LazyDfa, index: TokenIndex, configs: States, cache: dict[Ke
                 rows: np.ndarray, row: int) -> Words | None:
     """`compute_mask` of one configuration that can neither call nor return, also written into
     rows[row] (a new state's walk copies it there itself); None, writing nothing, for any other
-    case. The common mask miss, kept to as few Python calls as possible."""
+    case. The common mask miss, kept to as few Python calls as possible: a new state's walk
+    with escapes has them resolved against this configuration's stack in the walk's own buffer
+    (its state mask is then not kept: another stack would walk it again, which is rare)."""
     if len(configs) != 1:
         return None
     ((stack, d),) = configs
@@ -108,10 +110,15 @@ def fill_single(dfa: LazyDfa, index: TokenIndex, configs: States, cache: dict[Ke
     key = (d, stack != ())
     sm = cache.get(key)
     if sm is None:
+        walk = index.walk
         words = scratch(index.vocab.num_words)
-        raw = index.walk.mask(index.tables, dfa, index, d, key[1], words, rows, row)
-        sm = cache[key] = keep_walked(dfa, index, d, words, raw)
-        return sm.words if raw is None else None  # (with escapes the walk wrote no row)
+        raw = walk.mask(index.tables, dfa, index, d, key[1], words, rows, row)
+        if raw is None:
+            sm = cache[key] = keep_walked(dfa, index, d, words, None)
+            return sm.words
+        walk.resolve(index.tables, dfa, [(stack, raw)], words)
+        rows[row] = words
+        return kept(words, slice_base(dfa, index, d), walk.sparse, walk.put)  # (resolve only adds tokens)
     if not sm.stack_free():
         return None
     write_row(sm.words, rows, row)

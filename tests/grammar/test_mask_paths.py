@@ -139,6 +139,41 @@ def test_filled_rows_equal_the_cached_masks(seed):
             assert m.accept(rng.choice(sorted(want - set(vocab.eos_token_ids)) or sorted(want)))
 
 
+@pytest.mark.parametrize("seed", [5, 6, 7])
+def test_a_new_walk_with_escapes_is_resolved_in_its_own_buffer(seed):
+    """A fill of one configuration whose state was never walked and whose walk has escapes
+    (tokens through a call, or a return under a non-empty stack) resolves them against its
+    stack at once and writes the row (grammar/masks/state_masks.py fill_single): the bits of
+    brute force, the row the cached mask's, the other rows untouched. Masks made on use only
+    (no precompute), so the walks are new."""
+    vocab = _random_vocab(seed)
+    rng = random.Random(seed)
+    irs = [compile_schema_to_grammar(SCHEMAS[3], "compact"), compile_schema_to_grammar(SCHEMAS[3], "flexible"),
+           lark_to_grammar(LARK)]
+    resolved = 0
+    for ir in irs:
+        g = grammar.compiler_for(vocab).compile(ir, deferred=True)
+        g.end_precompute()
+        bitmask = grammar.allocate_bitmask(3, vocab)
+        for _ in range(6):
+            m = g.matcher()
+            for _ in range(30):
+                state = m.state
+                bitmask.fill_(-1)
+                m.fill_bitmask(bitmask, 1)
+                row = bitmask[1].numpy().copy()
+                if len(state) == 1:
+                    ((stack, d),) = state
+                    resolved += (d, stack != ()) not in g._state_masks  # this path keeps no state mask
+                want = _brute(g, state)
+                assert _bits(row, vocab) == want, (ir.start if hasattr(ir, "start") else "", state)
+                assert (row == g.mask(state)).all() and (bitmask[[0, 2]] == -1).all()
+                if not want or want == set(vocab.eos_token_ids):
+                    break
+                assert m.accept(rng.choice(sorted(want - set(vocab.eos_token_ids)) or sorted(want)))
+    assert resolved >= 3  # the path ran
+
+
 def _fill(m: grammar.Matcher):
     bitmask = grammar.allocate_bitmask(1, m.grammar.vocab)
     m.fill_bitmask(bitmask, 0)
