@@ -129,6 +129,28 @@ def test_sparse_and_put_match():
 
 
 @needs_c
+def test_sparse_matches_on_long_masks_at_its_limits():
+    """sparse() scans blocks of 16 words at once: long masks with a short last block, the
+    number of differing words at, under and over the limit (the stack buffer and the heap
+    one), and base bits lost in a full block or in the last one."""
+    rng = np.random.default_rng(1)
+    for trial in range(40):
+        n = int(rng.integers(17, 2100))
+        base = rng.integers(0, 2**31, n, dtype=np.int64).astype(np.int32) * (rng.random(n) < 0.5)
+        words = base.copy()
+        pos = rng.choice(n, int(rng.integers(1, min(n, 700))), replace=False)
+        words[pos] |= rng.integers(1, 2**31, len(pos), dtype=np.int64).astype(np.int32)
+        diffs = int((words != base).sum())
+        if trial % 4 == 1:
+            words[n - 1] = 0  # may drop base bits in the last block
+        if trial % 4 == 2:
+            words[int(rng.integers(0, n - n % 16))] = 0  # ...or in a full one
+        for limit in (0, diffs - 1, diffs, diffs + 1, 300, n):
+            for args in ((words, max(limit, 0)), (words, max(limit, 0), base)):
+                assert c_walk.sparse(*args) == walk_ref.sparse(*args), (trial, limit, len(args))
+
+
+@needs_c
 def test_mask_ends_agree_on_the_words():
     """mask_ends: the same tokens as mask(); the end states (an ordering hint for precompute) are
     states of the DFA, the first one that of a longest allowed token."""
