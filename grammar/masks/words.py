@@ -84,11 +84,12 @@ def write_row(words: Words, rows: np.ndarray, row: int) -> None:
 
 
 def or_into(out: np.ndarray, words: Words) -> None:
-    """out |= the mask."""
+    """out |= the mask (a SparseWords written whole into a scratch row by its C `put`, then OR-ed:
+    a third of the time of numpy's scattered OR at its word positions)."""
     if type(words) is SparseWords:
-        if words.base is not None:
-            out |= words.base
-        out[words.index] |= words.value
+        row = scratch(len(out), 2)
+        words.write(row[None], 0)
+        out |= row
     else:
         out |= words
 
@@ -98,7 +99,8 @@ _local = threading.local()  # per thread: reused walk buffers
 
 def scratch(num_words: int, slot: int = 0) -> np.ndarray:
     """This thread's reused int32 [num_words] buffer for walks (its pages faulted in once);
-    slot 1 for the general mask path, whose state masks' walks use slot 0 meanwhile."""
+    slot 1 for the general mask path, whose state masks' walks use slot 0 meanwhile; slot 2 for
+    `or_into`."""
     by_size = getattr(_local, "by_size", None)
     if by_size is None:
         by_size = _local.by_size = {}
