@@ -69,9 +69,9 @@ def kept(scratch: np.ndarray, base: np.ndarray | None, sparse: Sparse, put: Put)
 def dense(words: Words) -> np.ndarray:
     """int32 [num_words] of a kept mask (a new array for SparseWords)."""
     if type(words) is SparseWords:
-        out = np.zeros(words.num_words, dtype=np.int32) if words.base is None else words.base.copy()
-        out[words.index] = words.value
-        return out
+        out = np.empty((1, words.num_words), dtype=np.int32)
+        words.write(out, 0)
+        return out[0]
     return words
 
 
