@@ -1275,29 +1275,24 @@ static PyObject *sparse(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
          * missing, without a branch per word (a mask apart from its slice differs in thousands of
          * words on a 262k vocabulary, at no pattern a branch predicts); then only those words */
         const int32_t *bb = base ? base + i0 : zero;
+        const int m = i0 + 16 <= n ? 16 : (int)(n - i0);
         uint32_t ne = 0;
         int lost = 0;
-        if (i0 + 16 <= n) {
 #ifdef __SSE2__
+        if (m == 16) {
             __m128i miss = _mm_setzero_si128();
             for (int q = 0; q < 4; q++) {
                 const __m128i x = _mm_loadu_si128((const __m128i *)(w + i0) + q);
-                const __m128i y = base ? _mm_loadu_si128((const __m128i *)bb + q) : _mm_setzero_si128();
+                const __m128i y = _mm_loadu_si128((const __m128i *)bb + q);
                 ne |= (uint32_t)(~_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(x, y))) & 15) << (4 * q);
                 miss = _mm_or_si128(miss, _mm_andnot_si128(x, y));
             }
             lost = _mm_movemask_epi8(_mm_cmpeq_epi8(miss, _mm_setzero_si128())) != 0xFFFF;
-#else
-            int32_t miss = 0;
-            for (int j = 0; j < 16; j++) {
-                ne |= (uint32_t)(w[i0 + j] != bb[j]) << j;
-                miss |= bb[j] & ~w[i0 + j];
-            }
-            lost = miss != 0;
+        } else
 #endif
-        } else {
+        {
             int32_t miss = 0;
-            for (Py_ssize_t j = 0; i0 + j < n; j++) {
+            for (int j = 0; j < m; j++) {
                 ne |= (uint32_t)(w[i0 + j] != bb[j]) << j;
                 miss |= bb[j] & ~w[i0 + j];
             }
