@@ -166,7 +166,7 @@ def test_a_new_walk_with_escapes_is_resolved_in_its_own_buffer(seed):
                     ((stack, d),) = state
                     resolved += (d, stack != ()) not in g._state_masks  # this path keeps no state mask
                 want = _brute(g, state)
-                assert _bits(row, vocab) == want, (ir.start if hasattr(ir, "start") else "", state)
+                assert _bits(row, vocab) == want, state
                 assert (row == g.mask(state)).all() and (bitmask[[0, 2]] == -1).all()
                 if not want or want == set(vocab.eos_token_ids):
                     break
