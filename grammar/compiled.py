@@ -22,12 +22,11 @@ MAX_CACHED_MASKS = 20_000
 # A bounded run (e.g. a string with maxLength) is followed this many bytes ahead to size its
 # slice: each byte costs a DFA row, and longer tokens are few (the walk checks them one by one).
 MAX_ABSORB = MAX_RUN
-# With this many tokens holding non-ASCII bytes, checking that a bounded run (maxLength string)
-# takes any UTF-8 character (a few DFA rows per step) costs less than walking those tokens.
-UTF8_RUN_TOKENS = 50_000
-# DFA rows built at compile time, outward from the start states (LazyDfa.warm), so that the
-# first masks' walks find most of their rows (1-2 us each) built: some 500 rows in the budget.
-WARM_ROWS = 2000
+# DFA rows built at compile time, outward from the start states (LazyDfa.warm): the whole DFA of
+# most schemas (dev sample: p50 ~360 rows, ~0.3 ms), so that first walks build no rows and find
+# them in cache (mask p99 64-76 -> 38-44 us back to back, compile p50 +0.3 ms, benchmarks/grammar.py
+# --limit 100, idle); a larger DFA gets the rows nearest its start within the budget.
+WARM_ROWS = 1 << 16
 WARM_BUDGET_S = 0.0015
 # State masks made ahead of use, likeliest first outward from the start (grammar/masks/precompute.py):
 # the first steps' masks are then cache hits; about 100-150 states (~15 us each) fit the budget:
@@ -62,9 +61,11 @@ class CompiledGrammar:
         self.nfa = build_nfa(grammar)
         slices = index.slices
         self.dfa = LazyDfa(self.nfa, min(index.trie.max_len, MAX_ABSORB), slices.canonical_sets, builder)
-        self.dfa.set_utf8(ASCII_TEXT_SLICE, slices.utf8_text_slice, index.trie.num_non_ascii >= UTF8_RUN_TOKENS)
-        # (deferred: no rows built ahead; the walks of the first masks build the rows they need)
-        self.warmed = 0 if deferred else self.dfa.warm(WARM_ROWS, WARM_BUDGET_S)
+        # Bounded runs (maxLength strings) are widened to UTF-8 text too: a character of several bytes
+        # is one step of the run, its rows built with the DFA's (walking the vocabulary's non-ASCII
+        # tokens through the run instead cost 30-60 us a fill on SmolLM2's 49k tokens).
+        self.dfa.set_utf8(ASCII_TEXT_SLICE, slices.utf8_text_slice, True)
+        self.warmed = self.dfa.warm(WARM_ROWS, WARM_BUDGET_S)
         self.initial: States = frozenset((((), self.dfa.rule_start[0]),))
         self.lock = threading.RLock()
         self._state_masks: dict[Key, StateMask] = {}

@@ -37,8 +37,8 @@ GIVE_UP_BUSY_S = 2.0
 class PrecomputeWorker:
     """Makes the masks of deferred grammars (CompiledGrammar(deferred=True)) on one thread of its
     own, newest grammar first, each until its budget of this thread's CPU time is spent (the
-    eager compile's row warm-up and precompute budgets together: a deferred grammar builds no
-    rows ahead, its walks build those they need).
+    eager compile's row warm-up and precompute budgets together: the rows are built at compile
+    either way, so all of it goes to masks).
 
     Owned by a Compiler (grammar/compiler.py), which submits a grammar once its first mask is made.
     One state at a time under the grammar's lock, the GIL handed back every ~50 us of work by a

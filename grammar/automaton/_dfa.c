@@ -53,6 +53,11 @@ typedef struct {
     uint64_t *set_hash;
     int32_t *utf8_target;           /* the target utf8_ok was found for (DEAD: not known) */
     uint8_t *utf8_ok, *utf8_checked;  /* every UTF-8 character leads there; upgrade tried */
+    int8_t *closed;                 /* text_closed: -1 not known, 0 no, 1 yes */
+    uint32_t *closed_gen;           /* text_closed's search: the stamp of closed_seen */
+    uint64_t *closed_seen;          /* ...and the character positions the search reached the state at */
+    uint32_t gen_c;
+    struct TextAlphabet *text_alpha;  /* text_closed's steps (see text_alphabet) */
     Py_ssize_t num_states, states_cap;
     int32_t *table;                 /* open addressing: dstate + 1, 0 empty */
     Py_ssize_t table_cap;
@@ -227,6 +232,9 @@ static int grow_states(Builder *b) {
     GROW(utf8_target, int32_t)
     GROW(utf8_ok, uint8_t)
     GROW(utf8_checked, uint8_t)
+    GROW(closed, int8_t)
+    GROW(closed_gen, uint32_t)
+    GROW(closed_seen, uint64_t)
 #undef GROW
     b->states_cap = cap;
     return 0;
@@ -280,6 +288,8 @@ static int32_t intern(Builder *b, const int32_t *x, Py_ssize_t n) {
     b->sn_target[d] = DEAD;
     b->utf8_target[d] = DEAD;
     b->utf8_checked[d] = 0;
+    b->closed[d] = -1;
+    b->closed_gen[d] = 0;
     memmove(b->set_pool.data + b->set_pool.len, x, n * sizeof(int32_t));
     b->set_pool.len += n;
     Py_ssize_t i = h & (b->table_cap - 1);
@@ -591,6 +601,141 @@ static int utf8_to(Builder *b, int32_t d, int32_t target) {
     return ok;
 }
 
+/* ---- states closed on string text ---- */
+
+/* A character position: 0 between characters, 1 + 3 q + (j - 1) after j bytes of a character of
+ * sequence family q (j < its length). */
+#define TEXT_POSITIONS (1 + 3 * MAX_SEQS)
+#define MAX_CLOSED_NODES 4096  /* text_closed's search gives up (answers no) past this many (state, position) pairs */
+
+#define MAX_TEXT_RUNS 32
+
+/* At each position p: to[p][c], the position after byte c, or -1 when c is no step of a text
+ * character there (between characters: the ASCII text slice's bytes and the first bytes of the
+ * UTF-8 sequences; inside one: the next byte range of its family); the steps as runs of bytes
+ * [lo, hi] (num_runs[p] of them), so a search skips the other bytes. */
+struct TextAlphabet {
+    int8_t to[TEXT_POSITIONS][256];
+    uint8_t lo[TEXT_POSITIONS][MAX_TEXT_RUNS], hi[TEXT_POSITIONS][MAX_TEXT_RUNS];
+    int num_runs[TEXT_POSITIONS];
+};
+
+/* Make b->text_alpha (once per set_utf8): 1, or 0 when it cannot be made (no ASCII text slice set), -1 on error. */
+static int text_alphabet(Builder *b) {
+    if (b->text_alpha) return 1;
+    if (b->utf8_ascii < 0 || b->utf8_ascii >= b->num_canon) return 0;
+    struct TextAlphabet *a = malloc(sizeof(*a));
+    if (!a) { PyErr_NoMemory(); return -1; }
+    memset(a->to, -1, sizeof(a->to));
+    const uint64_t *ascii = b->canon[b->utf8_ascii];
+    for (int c = 0; c < 128; c++)
+        if ((ascii[c >> 6] >> (c & 63)) & 1) a->to[0][c] = 0;
+    for (int q = 0; q < b->num_seqs; q++) {
+        const Seq *sq = &b->seqs[q];
+        for (int j = 0; j < sq->len; j++) {
+            const int from = j == 0 ? 0 : 1 + 3 * q + (j - 1), to = j + 1 == sq->len ? 0 : 1 + 3 * q + j;
+            for (int c = sq->lo[j]; c <= sq->hi[j]; c++) a->to[from][c] = (int8_t)to;
+        }
+    }
+    for (int p = 0; p < TEXT_POSITIONS; p++) {
+        int n = 0;
+        for (int c = 0; c < 256; c++) {
+            if (a->to[p][c] < 0) continue;
+            if (n && a->hi[p][n - 1] == c - 1) { a->hi[p][n - 1] = (uint8_t)c; continue; }
+            if (n == MAX_TEXT_RUNS) { free(a); return 0; }  /* (not with UTF-8's sequences) */
+            a->lo[p][n] = a->hi[p][n] = (uint8_t)c;
+            n++;
+        }
+        a->num_runs[p] = n;
+    }
+    b->text_alpha = a;
+    return 1;
+}
+
+typedef struct { int32_t state, pos, next, last_t, last_p; } TextFrame;  /* last_*: the step taken before */
+
+/* 1 when d is closed on string text: every string-text character (an ASCII text byte or a whole
+ * UTF-8 character) leads from d to a live state that is closed on it too, so every token made only
+ * of text is consumed from d without dying, whatever path it takes (an open object's key start
+ * and its key trie, a string with an unanchored pattern).  0 when not (or when not known within
+ * MAX_CLOSED_NODES pairs of state and character position), -1 on error.  A depth-first search of
+ * the (state, position) pairs text reaches from d, rows built on the way: all of them closed when
+ * none dies; when one does, the states between characters on the path to it are not.  Remembered
+ * per state. */
+static int text_closed(Builder *b, int32_t d) {
+    if (b->closed[d] >= 0) return b->closed[d];
+    const int have = text_alphabet(b);
+    if (have <= 0) return have;
+    if (++b->gen_c == 0) {  /* stamps wrapped: forget them all */
+        memset(b->closed_gen, 0, b->num_states * sizeof(uint32_t));
+        b->gen_c = 1;
+    }
+    Vec between = {NULL, 0, 0};  /* the states reached between characters */
+    TextFrame *path = malloc(64 * sizeof(TextFrame));
+    Py_ssize_t depth = 0, cap = 64, nodes = 1;
+    int closed = 1;
+    if (!path || vec_push(&between, d) < 0) goto fail;
+    b->closed_gen[d] = b->gen_c;
+    b->closed_seen[d] = 1;
+    path[depth++] = (TextFrame){d, 0, 0, UNKNOWN, -1};
+    while (depth) {
+        TextFrame *f = &path[depth - 1];
+        if (ensure_row(b, f->state) < 0) goto fail;
+        const struct TextAlphabet *a = b->text_alpha;
+        const int8_t *step = a->to[f->pos];
+        const int32_t *row = TRANS(b) + (Py_ssize_t)f->state * 256;
+        const int8_t *known = b->closed;
+        int32_t last_t = f->last_t, last_p = f->last_p, t = DEAD, p = 0;
+        int c = 256;
+        for (int k = 0; k < a->num_runs[f->pos]; k++) {  /* the next step to a pair not known or seen */
+            const int hi = a->hi[f->pos][k];
+            c = a->lo[f->pos][k] > f->next ? a->lo[f->pos][k] : f->next;
+            for (; c <= hi; c++) {
+                t = row[c];
+                p = step[c];
+                if (t == last_t && p == last_p) continue;  /* (most bytes go where the one before did) */
+                last_t = t;
+                last_p = p;
+                if (t < 0 || (p == 0 && known[t] == 0)) goto found;
+                if (p == 0 && known[t] == 1) continue;
+                if (b->closed_gen[t] == b->gen_c && ((b->closed_seen[t] >> p) & 1)) continue;
+                goto found;
+            }
+            c = 256;
+        }
+    found:
+        f->next = c + 1;
+        f->last_t = last_t;
+        f->last_p = last_p;
+        if (c >= 256) { depth--; continue; }
+        if (t < 0 || (p == 0 && known[t] == 0)) { closed = 0; break; }
+        if (b->closed_gen[t] != b->gen_c) { b->closed_gen[t] = b->gen_c; b->closed_seen[t] = 0; }
+        b->closed_seen[t] |= 1ull << p;
+        if (++nodes > MAX_CLOSED_NODES) { closed = 0; break; }
+        if (p == 0 && vec_push(&between, t) < 0) goto fail;
+        if (depth == cap) {
+            TextFrame *grown = realloc(path, 2 * cap * sizeof(TextFrame));
+            if (!grown) { PyErr_NoMemory(); goto fail; }
+            path = grown;
+            cap *= 2;
+        }
+        path[depth++] = (TextFrame){t, p, 0, UNKNOWN, -1};
+    }
+    if (closed) {
+        for (Py_ssize_t i = 0; i < between.len; i++) b->closed[between.data[i]] = 1;
+    } else {
+        for (Py_ssize_t i = 0; i < depth; i++)
+            if (path[i].pos == 0) b->closed[path[i].state] = 0;
+    }
+    free(path);
+    free(between.data);
+    return closed;
+fail:
+    free(path);
+    free(between.data);
+    return -1;
+}
+
 /* grammar/automaton/dfa_ref.py upgrade_to_utf8 in C (the same steps in the same order): the slice of
  * d, first widened to string text with UTF-8 characters when every character takes d where a
  * text byte does (a loop, or each step of a bounded run with utf8_runs). */
@@ -672,6 +817,16 @@ static int c_utf8_to(PyObject *self, PyObject *dfa, long d, long target, long *o
     if (ensure_bound(b, dfa) < 0 || check_dstate(b, d) < 0) return -1;
     long gen = b->generation;
     int r = utf8_to(b, (int32_t)d, (int32_t)target);
+    if (r < 0) return -1;
+    *ok = r;
+    return b->generation != gen;
+}
+
+static int c_text_closed(PyObject *self, PyObject *dfa, long d, long *ok) {
+    Builder *b = (Builder *)self;
+    if (ensure_bound(b, dfa) < 0 || check_dstate(b, d) < 0) return -1;
+    long gen = b->generation;
+    int r = text_closed(b, (int32_t)d);
     if (r < 0) return -1;
     *ok = r;
     return b->generation != gen;
@@ -829,6 +984,14 @@ static PyObject *py_utf8_to(Builder *b, PyObject *args) {
     return ok < 0 ? NULL : PyBool_FromLong(ok);
 }
 
+/* text_closed(dfa, d) -> bool (see `text_closed`). */
+static PyObject *py_text_closed(Builder *b, PyObject *args) {
+    PyObject *dfa;
+    long d, ok;
+    if (!PyArg_ParseTuple(args, "Ol", &dfa, &d)) return NULL;
+    return c_text_closed((PyObject *)b, dfa, d, &ok) < 0 ? NULL : PyBool_FromLong(ok);
+}
+
 /* upgrade_to_utf8(dfa, d) -> slice id (see `upgrade`). */
 static PyObject *py_upgrade(Builder *b, PyObject *args) {
     PyObject *dfa;
@@ -846,6 +1009,9 @@ static PyObject *py_set_utf8(Builder *b, PyObject *args) {
     b->utf8_ascii = ascii;
     b->utf8_text = text;
     b->utf8_runs = runs;
+    free(b->text_alpha);  /* (made again from these sequences on text_closed's next call) */
+    b->text_alpha = NULL;
+    if (b->num_states) memset(b->closed, -1, b->num_states);  /* (found for other text) */
     Py_RETURN_NONE;
 }
 
@@ -921,6 +1087,7 @@ static void builder_dealloc(Builder *b) {
     free(b->set_off); free(b->set_len); free(b->sn_sid); free(b->sn_target); free(b->set_hash);
     free(b->table); free(b->canon);
     free(b->utf8_target); free(b->utf8_ok); free(b->utf8_checked);
+    free(b->closed); free(b->closed_gen); free(b->closed_seen); free(b->text_alpha);
     Py_TYPE(b)->tp_free((PyObject *)b);
 }
 
@@ -934,6 +1101,7 @@ static PyMethodDef builder_methods[] = {
     {"call_groups", (PyCFunction)py_call_groups, METH_VARARGS, "call_groups(d) -> [(rule, [return NFA states])]."},
     {"nfa_states", (PyCFunction)py_nfa_states, METH_VARARGS, "nfa_states(d) -> sorted tuple of NFA states."},
     {"utf8_to", (PyCFunction)py_utf8_to, METH_VARARGS, "utf8_to(dfa, d, target, sequences) -> bool."},
+    {"text_closed", (PyCFunction)py_text_closed, METH_VARARGS, "text_closed(dfa, d) -> bool: every string-text token lives from d."},
     {"upgrade_to_utf8", (PyCFunction)py_upgrade, METH_VARARGS, "upgrade_to_utf8(dfa, d) -> slice id."},
     {"set_utf8", (PyCFunction)py_set_utf8, METH_VARARGS, "set_utf8(ascii_slice, text_slice, runs, sequences)."},
     {"set_slices", (PyCFunction)py_set_slices, METH_O, "set_slices(sets): the slicer as 32-byte bitsets."},
@@ -953,7 +1121,7 @@ static PyTypeObject BuilderType = {
     .tp_methods = builder_methods,
 };
 
-static DfaApi api = {c_row, c_prepare, &BuilderType, c_tables, c_upgrade, c_utf8_to};
+static DfaApi api = {c_row, c_prepare, &BuilderType, c_tables, c_upgrade, c_utf8_to, c_text_closed};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_dfa", "DFA row construction in C (grammar/automaton/_dfa.c).", -1, NULL};
 

@@ -126,6 +126,12 @@ class LazyDfa:
             ok = self._utf8_pairs[(d, target)] = bool(self.builder.utf8_to(self, d, target, UTF8_SEQUENCES))
         return ok
 
+    def text_closed(self, d: int) -> bool:
+        """True when every token made only of string text (ASCII text bytes, whole UTF-8
+        characters) is consumed from d without dying, whatever states it passes (remembered; the
+        C walk takes such a state's text tokens whole and walks only the others)."""
+        return bool(self.builder.text_closed(self, d))
+
     def dominant_target(self, d: int) -> int | None:
         """The state that at least MIN_DOMINANT_BYTES bytes lead to from d, if any."""
         if self.trans[d, 0] == UNKNOWN:

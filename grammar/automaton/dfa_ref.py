@@ -18,6 +18,8 @@ from grammar.automaton.constants import (DEAD, FLAG_CALLS, FLAG_FINAL, MIN_DOMIN
                                          UNBOUNDED, UNKNOWN)  # fmt: skip
 
 Seqs = tuple[tuple[tuple[int, int], ...], ...]
+MAX_SEQS = 16  # UTF-8 sequence families (as in C)
+MAX_CLOSED_NODES = 4096  # text_closed's search gives up (answers no) past this many (state, position) pairs
 
 
 class Builder:
@@ -45,6 +47,8 @@ class Builder:
         self._seqs: Seqs = ()
         self._utf8_checked: set[int] = set()
         self._utf8_pairs: dict[tuple[int, int], bool] = {}
+        self._closed: dict[int, bool] = {}  # text_closed, remembered
+        self._text_pos: list[list[int]] | None = None  # text_closed's alphabet (see _text_alphabet)
 
     # ---- configuration ----
 
@@ -56,6 +60,8 @@ class Builder:
     def set_utf8(self, ascii_slice: int, text_slice: int, runs: bool, seqs: Seqs) -> None:
         self._utf8 = (ascii_slice, text_slice, bool(runs))
         self._seqs = seqs
+        self._text_pos = None
+        self._closed.clear()  # (found for other text)
 
     def set_slices(self, sets: bytes) -> None:
         if len(sets) % 32:
@@ -344,6 +350,86 @@ class Builder:
                 cur = nxt
             self.dfa.slice_of[d] = text_id
         return int(self.dfa.slice_of[d])
+
+    # ---- states closed on string text ----
+
+    def _text_alphabet(self) -> list[list[int]] | None:
+        """Per character position (0 between characters, 1 + 3 q + j - 1 after j bytes of a character
+        of sequence family q), per byte: the position after it, or -1 when it is no step of a text
+        character there. None without an ASCII text slice."""
+        if self._text_pos is None:
+            ascii_id = self._utf8[0]
+            if not 0 <= ascii_id < len(self._canon):
+                return None
+            pos = [[-1] * 256 for _ in range(1 + 3 * MAX_SEQS)]
+            for c in range(128):
+                if self._canon[ascii_id][c]:
+                    pos[0][c] = 0
+            for q, seq in enumerate(self._seqs):
+                for j, (lo, hi) in enumerate(seq):
+                    src = 0 if j == 0 else 1 + 3 * q + j - 1
+                    dst = 0 if j + 1 == len(seq) else 1 + 3 * q + j
+                    for c in range(lo, hi + 1):
+                        pos[src][c] = dst
+            self._text_pos = pos
+        return self._text_pos
+
+    def text_closed(self, dfa: Any, d: int) -> bool:
+        """True when every string-text character (an ASCII text byte or a whole UTF-8 character)
+        leads from d to a live state closed on text too: every token made only of text is then
+        consumed from d (an open object's key start, a string with an unanchored pattern). A
+        depth-first search of the (state, character position) pairs text reaches, rows built on
+        the way, in C's order; past MAX_CLOSED_NODES pairs the answer is no. Remembered: all
+        states between characters when closed, else those on the path to the dead step."""
+        self._check(d)
+        self._bound(dfa)
+        known = self._closed.get(d)
+        if known is not None:
+            return known
+        alphabet = self._text_alphabet()
+        if alphabet is None:
+            return False
+        seen = {(d, 0)}
+        between = [d]
+        path = [[d, 0, 0]]  # state, position, next byte to try
+        closed = True
+        while path:
+            f = path[-1]
+            x, p = f[0], f[1]
+            if self.dfa.trans[x, 0] == UNKNOWN:
+                self._build_row(x)
+            step = alphabet[p]
+            c = f[2]
+            while c < 256 and step[c] < 0:
+                c += 1
+            if c == 256:
+                path.pop()
+                continue
+            f[2] = c + 1
+            q = step[c]
+            t = int(self.dfa.trans[x, c])
+            if t < 0 or (q == 0 and self._closed.get(t) is False):
+                closed = False
+                break
+            if q == 0 and self._closed.get(t):
+                continue
+            if (t, q) in seen:
+                continue
+            seen.add((t, q))
+            if len(seen) > MAX_CLOSED_NODES:
+                closed = False
+                break
+            if q == 0:
+                between.append(t)
+            path.append([t, q, 0])
+        if closed:
+            for x in between:
+                self._closed[x] = True
+        else:
+            for x, p, _ in path:
+                if p == 0:
+                    self._closed[x] = False
+        return closed
 
     def utf8_to(self, dfa: Any, d: int, target: int, seqs: Seqs) -> bool:
         """True when every sequence of byte ranges leads from d to `target` alone (uncached)."""

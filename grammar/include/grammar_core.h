@@ -44,6 +44,7 @@ typedef struct {
     int (*tables)(PyObject *builder, PyObject *dfa, DfaTables *out);  /* the current tables (0 or -1) */
     int (*upgrade)(PyObject *builder, PyObject *dfa, long d, long *sid);  /* LazyDfa.upgrade_to_utf8 */
     int (*utf8_to)(PyObject *builder, PyObject *dfa, long d, long target, long *ok);  /* LazyDfa.utf8_to */
+    int (*text_closed)(PyObject *builder, PyObject *dfa, long d, long *ok);  /* LazyDfa.text_closed */
 } DfaApi;
 
 /* module.CONSTANTS = {name: value} of the constants above (both extensions export it). */

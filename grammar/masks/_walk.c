@@ -132,17 +132,22 @@ static int dfa_build(Dfa *d, long s, int prepare) {
     return dfa_refresh(d);
 }
 
-/* *out = dfa.<method>(a[, b]) as an integer (a bool counts), for upgrade_to_utf8 and utf8_to: in
- * C when the builder is there, else in Python; the tables are taken again after. */
-static int dfa_call(Dfa *d, const char *method, int nargs, long a, long b, long *out) {
+enum { UPGRADE_TO_UTF8, UTF8_TO, TEXT_CLOSED };
+static const char *CALL_NAMES[] = {"upgrade_to_utf8", "utf8_to", "text_closed"};
+
+/* *out = dfa.<op>(a[, b]) as an integer (a bool counts), for upgrade_to_utf8, utf8_to (a, b) and
+ * text_closed: in C when the builder is there, else in Python; the tables are taken again after. */
+static int dfa_call(Dfa *d, int op, long a, long b, long *out) {
     if (d->core) {
-        int r = nargs == 1 ? d->api->upgrade(d->core, d->dfa, a, out) : d->api->utf8_to(d->core, d->dfa, a, b, out);
+        int r = op == UPGRADE_TO_UTF8 ? d->api->upgrade(d->core, d->dfa, a, out)
+              : op == UTF8_TO         ? d->api->utf8_to(d->core, d->dfa, a, b, out)
+                                      : d->api->text_closed(d->core, d->dfa, a, out);
         if (r < 0) return -1;
         return r ? dfa_refresh(d) : 0;
     }
     dfa_release(d);
-    PyObject *r = nargs == 1 ? PyObject_CallMethod(d->dfa, method, "l", a)
-                             : PyObject_CallMethod(d->dfa, method, "ll", a, b);
+    PyObject *r = op == UTF8_TO ? PyObject_CallMethod(d->dfa, CALL_NAMES[op], "ll", a, b)
+                                : PyObject_CallMethod(d->dfa, CALL_NAMES[op], "l", a);
     if (!r) return -1;
     *out = PyLong_AsLong(r);
     Py_DECREF(r);
@@ -163,6 +168,10 @@ typedef struct {
     int32_t *kid_off;  /* [num_nodes + 2] the root's children are kids[kid_off[0]:kid_off[1]], node i's from kid_off[i + 1] */
 } Trie;
 
+#define NUM_RESTS 6
+#define OUTSIDE 4  /* rest[OUTSIDE]: the tokens not in the slice, whole */
+#define LONG 5     /* rest[LONG]: the tokens with more than long_min characters of slice prefix, whole */
+
 typedef struct {
     uint8_t set[256];               /* bytes a token of the slice may hold */
     const uint8_t *pure, *root_pure;  /* uint8 [num_nodes]: every byte below the node is in the slice */
@@ -171,12 +180,15 @@ typedef struct {
                                      * characters of a token below, and of its prefix (a bounded run
                                      * of the slice counts characters) */
     const uint32_t *upto[MAX_UPTO]; /* its tokens of at most k characters (from Python, on first use) */
-    Trie rest[4];                   /* tokens not in the slice by what follows their longest prefix of
+    Trie rest[NUM_RESTS];           /* tokens not in the slice by what follows their longest prefix of
                                      * slice characters: [0] with none (the whole token), [1] with
                                      * some, [2] those of [1] with an ASCII first byte, keyed by it
                                      * and then the rest, [3] those of [1] keyed by the number of
-                                     * characters of that prefix (a byte) and then the rest
-                                     * (num_nodes -1: none; grammar/masks/rest_trie.py) */
+                                     * characters of that prefix (a byte) and then the rest; [4] all
+                                     * of them, whole; [5] the tokens, in the slice or not, with more
+                                     * than long_min characters of it first, whole (num_nodes -1:
+                                     * none; grammar/masks/rest_trie.py) */
+    long long_min;
     int32_t keyed_child[128];       /* the node of rest[2] for first byte b, or -1 */
     int32_t run_child[256];         /* the node of rest[3] for a prefix of j characters, or -1 */
     const uint8_t *run_max;         /* per trie node: the most characters of such a prefix below it
@@ -287,7 +299,7 @@ static int tables_slices(Tables *tb, PyObject *slices) {
         const uint8_t *set = take(tb, PyTuple_GET_ITEM(item, 0), 1, 256, NULL);
         if (!set) return -1;
         memcpy(sl->set, set, 256);
-        for (int r = 0; r < 4; r++) sl->rest[r].num_nodes = -1;
+        for (int r = 0; r < NUM_RESTS; r++) sl->rest[r].num_nodes = -1;
         for (int b = 0; b < 128; b++) sl->keyed_child[b] = -1;
         for (int j = 0; j < 256; j++) sl->run_child[j] = -1;
         if (!(sl->pure = take(tb, PyTuple_GET_ITEM(item, 1), 1, tb->trie.num_nodes, NULL))) return -1;
@@ -333,8 +345,10 @@ static int tables_rests(Tables *tb, PyObject *rests) {
     int rc = 0;
     for (Py_ssize_t j = 0; rc == 0 && j < PyTuple_GET_SIZE(rests); j++) {
         PyObject *item = PyTuple_GET_ITEM(rests, j);
-        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 6) {
-            PyErr_SetString(PyExc_ValueError, "rest must be (slice id, trie, trie, trie, trie, run_max), each but the id may be None");
+        const Py_ssize_t size = PyTuple_Check(item) ? PyTuple_GET_SIZE(item) : 0;
+        if (size != 6 && size != 7 && size != 9) {
+            PyErr_SetString(PyExc_ValueError, "rest must be (slice id, trie, trie, trie, trie, run_max[, trie[, trie, long_min]]), "
+                                              "each but the id and long_min may be None");
             rc = -1;
             break;
         }
@@ -347,14 +361,18 @@ static int tables_rests(Tables *tb, PyObject *rests) {
         }
         done[sid] = 1;
         Slice *sl = &tb->slices[sid];
-        for (int r = 0; r < 4; r++) {
+        sl->long_min = size == 9 ? PyLong_AsLong(PyTuple_GET_ITEM(item, 8)) : 0;
+        if (sl->long_min == -1 && PyErr_Occurred()) { rc = -1; break; }
+        for (int r = 0; r < NUM_RESTS; r++) {
             Trie *tr = &sl->rest[r];
-            PyObject *arrays = PyTuple_GET_ITEM(item, 1 + r);
+            const Py_ssize_t at = r < OUTSIDE ? 1 + r : r == OUTSIDE ? 6 : 7;  /* (run_max sits before the whole ones) */
+            if (at >= PyTuple_GET_SIZE(item)) continue;
+            PyObject *arrays = PyTuple_GET_ITEM(item, at);
             if (arrays == Py_None) continue;
             tr->base = tb->all_nodes;
             if (take_trie(tb, tr, arrays) < 0 || tr->max_depth > tb->trie.max_depth) {
                 if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "rest trie deeper than the trie");
-                for (int q = 0; q < 4; q++) sl->rest[q].num_nodes = -1;  /* kids already listed are freed at dealloc */
+                for (int q = 0; q < NUM_RESTS; q++) sl->rest[q].num_nodes = -1;  /* kids already listed are freed at dealloc */
                 rc = -1;
                 break;
             }
@@ -397,7 +415,7 @@ static void tables_dealloc(Tables *tb) {
     for (Py_ssize_t i = 0; i < tb->num_views; i++) PyBuffer_Release(&tb->views[i]);
     PyMem_Free(tb->views);
     for (int s = 0; s < tb->num_slices; s++) {
-        for (int r = 0; r < 4; r++) {
+        for (int r = 0; r < NUM_RESTS; r++) {
             PyMem_Free(tb->slices[s].rest[r].kids);
             PyMem_Free(tb->slices[s].rest[r].kid_off);
         }
@@ -514,7 +532,7 @@ typedef struct {
 static int state_slice(Tables *tb, Dfa *d, long x, long *sl) {
     if (d->t.slice_of[x] == SLICE_UNKNOWN && dfa_build(d, x, 1) < 0) return -1;
     *sl = d->t.slice_of[x];
-    if (*sl == tb->ascii_id) return dfa_call(d, "upgrade_to_utf8", 1, x, 0, sl);
+    if (*sl == tb->ascii_id) return dfa_call(d, UPGRADE_TO_UTF8, x, 0, sl);
     return 0;
 }
 
@@ -565,7 +583,7 @@ static int text_first(Tables *tb, Dfa *d, long s, uint32_t *words, Start *start,
             if (start->fc[b]) set_rows(words, tb->first_ids, tb->first_off[b], tb->first_off[b + 1]);
     }
     long multi;
-    if (dfa_call(d, "utf8_to", 2, s, target, &multi) < 0) return -1;
+    if (dfa_call(d, UTF8_TO, s, target, &multi) < 0) return -1;
     if (multi) {  /* a first character of several bytes goes there too */
         for (Py_ssize_t w = 0; w < num_words; w++) words[w] |= tb->multi_first_words[w];
         memset(start->fc + 128, 1, 128);
@@ -785,7 +803,7 @@ static int keyed_walk(Tables *tb, Dfa *d, const Start *start, int nonempty, uint
 /* The trie holding the node numbered `node` (0 <= node < all_nodes). */
 static const Trie *node_trie(const Tables *tb, long node) {
     for (int s = 0; s < tb->num_slices; s++)
-        for (int r = 0; r < 4; r++) {
+        for (int r = 0; r < NUM_RESTS; r++) {
             const Trie *tr = &tb->slices[s].rest[r];
             if (tr->num_nodes > 0 && node >= tr->base && node < tr->base + tr->num_nodes) return tr;
         }
@@ -800,6 +818,32 @@ static int walk_node(Tables *tb, Dfa *d, long s, long node, int nonempty, uint32
     const Trie *tr = node_trie(tb, node);
     return walk_trie(tb, tr, tr != &tb->trie, d, s, node - tr->base, tr->tdepth[node - tr->base], nonempty, words, &none,
                      escapes, NULL, sc);
+}
+
+/* Instead of the whole trie, when s is closed on string text (LazyDfa.text_closed: every token of
+ * text only is consumed from s, whatever states it passes: an open object's key start, a string
+ * with an unanchored pattern): the text slice's tokens whole, then a walk of the tokens outside it
+ * (a few hundred to a few thousand: quotes, backslashes, control bytes, cut characters) by their
+ * whole bytes from s.  Not for a state inside a string (rest_walk's case: the same tokens, by
+ * their rests) or without the trie of those tokens.  The ends of the text tokens are given as s
+ * itself (the states they end in are not visited).  1: walked; 0: not possible here; -1: error. */
+static int closed_walk(Tables *tb, Dfa *d, long s, int nonempty, uint32_t *words, Vec *escapes, Vec *ends,
+                       const Scratch *sc) {
+    const Slice *text = &tb->slices[tb->text_id];
+    if (text->rest[OUTSIDE].num_nodes < 0) return 0;
+    if ((d->t.trans[(Py_ssize_t)s * 256] == UNKNOWN || d->t.slice_of[s] == SLICE_UNKNOWN) && dfa_build(d, s, 1) < 0)
+        return -1;
+    const int sl = d->t.slice_of[s];
+    if ((sl == tb->text_id || sl == tb->ascii_id) && d->t.absorb[s] == UNBOUNDED) return 0;
+    long closed;
+    if (dfa_call(d, TEXT_CLOSED, s, 0, &closed) < 0) return -1;
+    if (!closed) return 0;
+    memcpy(words, text->words, tb->num_words * sizeof(uint32_t));
+    if (vec_push_end(ends, (int32_t)s, tb->trie.max_depth) < 0) return -1;
+    Start none;
+    memset(&none, 0, sizeof(none));
+    if (walk_trie(tb, &text->rest[OUTSIDE], 1, d, s, -1, 0, nonempty, words, &none, escapes, ends, sc) < 0) return -1;
+    return 1;
 }
 
 /* Instead of the whole trie (after walk_start: row and slice of s known), walk the slice's rest
@@ -834,7 +878,9 @@ static int rest_walk(Tables *tb, Dfa *d, long s, int nonempty, uint32_t *words, 
  * rest[0], the tokens with no whole first character of the slice, from s, for a UTF-8 slice).
  * The pure tokens of at most k characters are in words (walk_start); the main walk then only
  * goes below slice paths to tokens of more characters (start->run), where the run may end.  Not
- * when a state of the run could call or return.  1: done; 0: not possible here; -1: error. */
+ * when a state of the run could call or return.  For a UTF-8 slice, when the run is exact or its
+ * slice's long trie has the tokens of more than k characters (rest[LONG]), it does what the
+ * main walk would and returns 2.  1: done; 0: not possible here; -1: error. */
 static int run_walk(Tables *tb, Dfa *d, long s, int nonempty, uint32_t *words, Start *start, Vec *escapes, Vec *ends,
                     const Scratch *sc) {
     const int sl = d->t.slice_of[s];
@@ -861,7 +907,13 @@ static int run_walk(Tables *tb, Dfa *d, long s, int nonempty, uint32_t *words, S
     start->run = k;
     start->run_max = S->run_max;
     start->run_utf8 = utf8;
-    return 1;
+    if (!utf8) return 1;
+    /* Left to the main walk: tokens of more than k slice characters first (none when the run is
+     * exact); when the run is as long as the slice's long trie is keyed, that trie has them all. */
+    if (start->exact) return 2;  /* (found by walk_start) */
+    if (S->rest[LONG].num_nodes < 0 || k < S->long_min) return 1;
+    if (walk_trie(tb, &S->rest[LONG], 1, d, s, -1, 0, nonempty, words, &none, escapes, ends, sc) < 0) return -1;
+    return 2;
 }
 
 typedef struct { int32_t state, len; } End;
@@ -930,11 +982,16 @@ static PyObject *walk_call(Tables *tb, PyObject *dfa, PyObject *vocab, long s, i
     }
     if (dfa_open(&d, dfa) < 0) goto fail;
     if (s < 0 || s >= d.t.num_states) { PyErr_SetString(PyExc_IndexError, "DFA state out of range"); dfa_close(&d); goto fail; }
-    int rc = walk_start(tb, &d, vocab, s, out.buf, &start, ends_p);
+    const int closed = closed_walk(tb, &d, s, nonempty, out.buf, &cands, ends_p, &sc);
+    int rc = closed < 0 ? -1 : 0;
+    if (closed > 0) goto walked;  /* the text tokens whole, the others by their bytes */
+    if (rc == 0) rc = walk_start(tb, &d, vocab, s, out.buf, &start, ends_p);
     const int r = rc == 0 ? rest_walk(tb, &d, s, nonempty, out.buf, &cands, ends_p, &sc) : 0;
     if (r < 0) rc = -1;
     else if (r) goto walked;  /* the slice's tokens from walk_start, the others by their rests */
-    if (rc == 0 && run_walk(tb, &d, s, nonempty, out.buf, &start, &cands, ends_p, &sc) < 0) rc = -1;
+    const int run = rc == 0 ? run_walk(tb, &d, s, nonempty, out.buf, &start, &cands, ends_p, &sc) : 0;
+    if (run < 0) rc = -1;
+    else if (run == 2) goto walked;  /* the run's tokens by their rests, the longer ones by the long trie */
     if (rc == 0) rc = walk_trie(tb, &tb->trie, 0, &d, s, -1, 0, nonempty, out.buf, &start, &cands, ends_p, &sc);
     if (rc == 0 && start.keyed) rc = keyed_walk(tb, &d, &start, nonempty, out.buf, &cands, ends_p, &sc);
 walked:

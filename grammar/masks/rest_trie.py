@@ -38,6 +38,43 @@ def rest_tries(trie: TokenTrie, sl: TokenSlice) -> tuple[tuple[np.ndarray, ...],
     return _flat(starts), _flat(rests), _flat(keyed)
 
 
+def outside_trie(trie: TokenTrie, sl: TokenSlice) -> tuple[np.ndarray, ...] | None:
+    """The FlatTrie arrays of the tokens not made wholly of the slice, by their whole bytes: from a
+    state closed on the slice's text (every token of the slice is consumed from it, whatever
+    states it passes: grammar/automaton/dfa.py `text_closed`) only these are walked
+    (grammar/masks/_walk.c `closed_walk`). None when they are too many."""
+    row, _ = _outside(trie, sl)
+    if len(row) > MAX_REST_SHARE * len(trie.lens):
+        return None
+    return _flat([(trie.token_bytes[t], t) for t in trie.sorted_ids[row].tolist()]) if len(row) else None
+
+
+def long_trie(trie: TokenTrie, sl: TokenSlice, min_chars: int) -> tuple[np.ndarray, ...] | None:
+    """The FlatTrie arrays of the tokens, made of the slice or not, whose longest prefix of whole slice
+    characters has more than `min_chars` characters, by their whole bytes: from a bounded run of
+    the slice at least `min_chars` long, whose words and run rests have every shorter one, only
+    these are left to walk (grammar/masks/_walk.c `run_walk`). None when there are none."""
+    member = np.frombuffer(sl.set_bytes, dtype=np.uint8).astype(bool)
+    rows: list[np.ndarray] = []
+    ok = np.ones(1, dtype=bool)  # the path is slice characters (maybe a cut one at its end)
+    chars = np.zeros(1, dtype=np.int64)  # characters begun on the path
+    cut = np.zeros(1, dtype=np.int64)  # characters of its longest prefix of whole slice characters
+    for depth, lv in enumerate(trie.levels, start=1):
+        chars = chars[lv.parent] + (((lv.byte & 0xC0) != 0x80) if sl.utf8 else 1)
+        ok = ok[lv.parent] & member[lv.byte]
+        whole = ok
+        if sl.utf8:
+            u8 = trie.utf8_levels[depth - 1]
+            ok &= u8 != UTF8_BAD
+            whole = ok & (u8 == 0)
+        cut = np.where(whole, chars, cut[lv.parent])
+        rows.append(lv.token_row[(lv.token_row >= 0) & (cut > min_chars)])
+    row = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
+    if len(trie.dup_rows):  # rows repeating an earlier row's bytes
+        row = np.concatenate([row, trie.dup_rows[np.isin(trie.dup_first, row)]])
+    return _flat([(trie.token_bytes[t], t) for t in trie.sorted_ids[row].tolist()]) if len(row) else None
+
+
 def run_rests(trie: TokenTrie, sl: TokenSlice) -> tuple[np.ndarray, ...] | None:
     """The FlatTrie arrays of the rests of the tokens with a prefix of slice characters, keyed by
     the number of those characters (one byte, at most 255) and then the rest: from a bounded run

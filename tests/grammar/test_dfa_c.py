@@ -22,6 +22,7 @@ from grammar.frontends.lark import lark_to_grammar
 from grammar.frontends.regex import regex_to_node
 from grammar.ir import Grammar
 from grammar.masks.index import c_walk
+from grammar.masks.slices import ASCII_TEXT_SLICE
 
 from .conftest import byte_vocab
 
@@ -104,6 +105,35 @@ def test_json_schema_automata_are_identical(bench_rows):
             continue
         py, c = _pair(g, vocab)
         _compare(py, c, max_states=1500)
+
+
+@needs_dfa_c
+def test_states_closed_on_text_are_the_same_in_both_builders(bench_rows):
+    """text_closed, a search that builds rows on its way, answers the same in C and in Python and
+    builds the same states in the same order, on regexes and the dev subset's schemas in their
+    open meaning (key tries of open objects are closed on text, bounded strings are not)."""
+    vocab = byte_vocab()
+    text = grammar.compiler_for(vocab).index.slices.utf8_text_slice
+    grammars = [Grammar({"start": regex_to_node(p)}) for p in REGEXES]
+    for row in bench_rows[:25]:
+        try:
+            grammars.append(compile_schema_to_grammar(row["schema"], "compact", False))
+        except grammar.GrammarError:
+            continue
+    answers = []
+    for g in grammars:
+        py, c = _pair(g, vocab)
+        for dfa in (py, c):
+            dfa.set_utf8(ASCII_TEXT_SLICE, text, True)
+        for d in range(300):
+            if d >= py.num_states:
+                break
+            got = c.text_closed(d)
+            assert py.text_closed(d) == got, d
+            assert py.num_states == c.num_states, d
+            answers.append(got)
+        _compare(py, c, max_states=300)
+    assert 50 < sum(answers) < len(answers) - 50
 
 
 @needs_dfa_c
@@ -225,7 +255,7 @@ def _python_rows(g: CompiledGrammar, warmed: int) -> CompiledGrammar:
     g.dfa = LazyDfa(g.nfa, c.max_absorb, g.index.slices.canonical_sets, builder=dfa_ref.Builder)
     g._state_masks.clear()  # masks made at compile time belong to the replaced DFA
     g.masks.clear()
-    g.dfa.set_utf8(0, g.index.slices.utf8_text_slice, g.index.trie.num_non_ascii >= compiled.UTF8_RUN_TOKENS)
+    g.dfa.set_utf8(0, g.index.slices.utf8_text_slice, True)
     assert g.dfa.warm(warmed, float("inf")) == warmed
     return g
 

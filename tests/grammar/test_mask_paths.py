@@ -362,15 +362,76 @@ def test_rest_tries_hold_every_token_outside_the_slice():
 
 
 @needs_c
+@pytest.mark.parametrize("seed", [5, 6])
+def test_states_closed_on_text_take_the_text_tokens_whole(seed, monkeypatch):
+    """From a state closed on string text (an open object's key start and key trie, a string with an
+    unanchored pattern) every token of text only is allowed, whatever states it passes: the walk
+    takes the text slice whole and walks only the other tokens, by their whole bytes
+    (rest_trie.outside_trie). Masks equal brute force; the states said closed are, and the
+    others (a closed object's keys, a bounded string, a declared key with a non-ASCII letter, where
+    multi-byte characters part ways) are walked as before."""
+    monkeypatch.setattr(rest_trie, "MAX_REST_SHARE", 1.0)  # (the random vocabulary is half outside text)
+    vocab = _random_vocab(seed)
+    index = _index(vocab)
+    text = index.slice_list[index.slices.utf8_text_slice]
+    assert rest_trie.outside_trie(index.trie, text) is not None
+    text_tokens = [t for t in range(len(vocab.token_bytes)) if (int(text.words[t >> 5]) >> (t & 31)) & 1]
+    rng = random.Random(seed)
+    closed, walked = set(), set()
+    for schema, key_start_closed in (
+            ({"type": "object", "properties": {"alpha": {"type": "integer"}, "beta": {"type": "string"}}}, True),
+            ({"type": "object", "properties": {"alpha": {"type": "integer"}}, "additionalProperties": False}, False),
+            ({"type": "object", "properties": {"zé": {"type": "integer"}}}, False),
+            ({"type": "array", "items": {"type": "string", "pattern": "ab"}}, None),
+            ({"type": "array", "items": {"type": "string", "maxLength": 3}}, None)):
+        g = _compile(compile_schema_to_grammar(schema, "compact", False), vocab)
+        if key_start_closed is not None:
+            key_start = g.advance(g.initial, b'{"')
+            assert g.dfa.text_closed(next(iter(key_start))[1]) == key_start_closed, schema
+        for state in _random_walks_match_brute_force(g, rng, 8, 12):
+            for _, d in state:
+                walked.add((id(g), d))
+                if g.dfa.text_closed(d):
+                    closed.add((id(g), d))
+                    assert all(g.advance(frozenset((((), d),)), vocab.token_bytes[t]) for t in text_tokens), d
+    assert 5 < len(closed) < len(walked)
+
+
+@needs_c
+@pytest.mark.parametrize("seed", [9, 10])
+def test_long_tokens_in_a_long_bounded_run(seed, monkeypatch):
+    """A maxLength string longer than a run is followed (MAX_RUN characters): its run rests and
+    words have the tokens of at most that many characters first, and the tokens of more (long
+    words, whitespace runs, a long prefix before a quote) are walked from the long trie
+    (rest_trie.long_trie) instead of the whole trie. Masks equal brute force at every length."""
+    monkeypatch.setattr(rest_trie, "MAX_REST_SHARE", 1.0)
+    base = _random_vocab(seed)
+    longs = [b"a" * 20, b"ab" * 9 + b'"', "é".encode() * 17, b"abcdefghijklmnopqrstu", b"z" * 17 + b"\\n",
+             b" " * 24, b"0123456789" * 3, "日".encode() * 20 + b'",']
+    tokens = [t for t in base.token_bytes if t is not None] + longs + [None]
+    vocab = grammar.Vocabulary(tokens, [len(tokens) - 1], len(tokens) + 5)
+    index = _index(vocab)
+    text = index.slice_list[index.slices.utf8_text_slice]
+    assert rest_trie.long_trie(index.trie, text, 16) is not None
+    rng = random.Random(seed)
+    long_runs = 0
+    for schema in ({"type": "string", "maxLength": 40}, {"type": "string", "minLength": 3, "maxLength": 25},
+                   {"type": "array", "items": {"type": "string", "maxLength": 60}}):
+        g = _compile(compile_schema_to_grammar(schema, "compact"), vocab)
+        for state in _random_walks_match_brute_force(g, rng, 6, 14):
+            d = next(iter(state))[1]
+            long_runs += g.dfa.slice_of[d] == text.id and g.dfa.absorb[d] == 16
+    assert long_runs > 5
+
+
+@needs_c
 @pytest.mark.parametrize("seed", [7, 8])
 @pytest.mark.parametrize("run_rests", [False, True])
 def test_bounded_utf8_runs_count_characters(seed, run_rests, monkeypatch):
-    """With many non-ASCII tokens a maxLength string counts characters (one DFA step per UTF-8
-    character): the walk skips subtrees by their tokens' character counts and takes the slice's
+    """A maxLength string counts characters (one DFA step per UTF-8 character): the walk skips subtrees by their tokens' character counts and takes the slice's
     tokens of at most that many characters; with the run rests (every share of the vocabulary
     allowed), the other tokens by their rests from the state their prefix's length reaches.
     Masks equal brute force, at every length."""
-    monkeypatch.setattr(grammar.compiled, "UTF8_RUN_TOKENS", 0)
     monkeypatch.setattr(rest_trie, "MAX_REST_SHARE", 1.0 if run_rests else 0.0)
     vocab = _random_vocab(seed)
     index = _index(vocab)

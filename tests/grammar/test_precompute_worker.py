@@ -57,7 +57,8 @@ def test_deferred_masks_equal_the_eager_ones_toy_vocab():
     eager = compiler.compile(g)
     assert eager.precompute_done.is_set() and eager.precomputed > 0 and eager.warmed > 0
     deferred = _deferred(compiler, g)
-    assert not deferred.precompute_done.is_set() and deferred.precomputed == 0 and deferred.warmed == 0
+    assert not deferred.precompute_done.is_set() and deferred.precomputed == 0
+    assert deferred.warmed == eager.warmed > 0  # the DFA's rows are built at compile either way
     PrecomputeWorker(budget_s=1.0).precompute(deferred)  # on this thread, to its end
     assert deferred.precompute_done.is_set()
     assert deferred.precomputed > 10  # the start was made first: walked again for its successors
