@@ -23,11 +23,14 @@ PAUSE_S = 50e-6
 # (one runs Python, or torch's threads run the model: a step would hold them up, or stall their
 # barriers), or the hand-back came back BUSY_LATE_S after its sleep (the GIL was held: this thread got
 # it back only by the interpreter's forced switch). No step is made then, and the next pause is
-# twice as long, up to MAX_PAUSE_S, so a busy thread is interrupted rarely; a hand-back that finds
-# the others idle (waiting for the network, a client) sets it back to PAUSE_S.
+# MAX_PAUSE_S at once: every wake while another thread runs Python takes the GIL from it by a forced
+# switch, a fill or step of theirs some tens of us late (doubling the pause from PAUSE_S instead made
+# ~8 such wakes in a grammar's first 50 ms: back to back, benchmarks/grammar.py's mask p99 was 44 us
+# with the worker and 32 without; now 34-35, an ad-hoc replay). A hand-back that finds the others
+# idle (waiting for the network, a client) sets it back to PAUSE_S.
 BUSY_SHARE = 0.5
 BUSY_LATE_S = 1e-3
-MAX_PAUSE_S = 20e-3
+MAX_PAUSE_S = 50e-3
 # A grammar whose precompute found the process busy for this long in all is given up (its masks are
 # made on use): a server that decodes without pause would otherwise see the thread wake, take the
 # GIL by a forced switch and sleep again every MAX_PAUSE_S for as long as it runs.
@@ -115,13 +118,13 @@ class PrecomputeWorker:
 
     @staticmethod
     def hand_back(pause: float) -> tuple[float, bool]:
-        """Sleep `pause` (the GIL to whoever waits for it). Returns the next pause (doubled when
+        """Sleep `pause` (the GIL to whoever waits for it). Returns the next pause (MAX_PAUSE_S when
         the process was busy meanwhile, else PAUSE_S) and whether it was busy."""
         t0, others0 = time.perf_counter(), _others_cpu()
         time.sleep(pause)
         wall = time.perf_counter() - t0
         busy = wall - pause > BUSY_LATE_S or _others_cpu() - others0 > BUSY_SHARE * wall
-        return (min(pause * 2, MAX_PAUSE_S) if busy else PAUSE_S), busy
+        return (MAX_PAUSE_S if busy else PAUSE_S), busy
 
 
 def _others_cpu() -> float:
