@@ -338,6 +338,7 @@ def plot(results: list[Result], stats: dict[str, dict[str, float]], path: str, v
     ax2.set_ylabel("compile p50 (ms)")
     ax2.set_title("compile time p50 (common schemas)")
     fig.tight_layout()
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     fig.savefig(path, dpi=120)
     print(f"\nplot written to {path}")
 

@@ -28,6 +28,10 @@ MAX_ABSORB = MAX_RUN
 # --limit 100, idle); a larger DFA gets the rows nearest its start within the budget.
 WARM_ROWS = 1 << 16
 WARM_BUDGET_S = 0.0015
+# Then which states are closed on string text (LazyDfa.close_text: dev sample p50 44 us, p90 0.23 ms),
+# so that a key start's first walk does not search its key trie first (15-80 us); mask p99 back to
+# back 1.01-1.08x -> 0.83-1.04x xgrammar's, three pairs of benchmarks/grammar.py --limit 100 runs.
+CLOSE_BUDGET_S = 0.0003
 # State masks made ahead of use, likeliest first outward from the start (grammar/masks/precompute.py):
 # the first steps' masks are then cache hits; about 100-150 states (~15 us each) fit the budget:
 # on the dev schemas 100 states leave 40% of the masks to be made on use, none 60% (mask p50 ~3x).
@@ -66,6 +70,7 @@ class CompiledGrammar:
         # tokens through the run instead cost 30-60 us a fill on SmolLM2's 49k tokens).
         self.dfa.set_utf8(ASCII_TEXT_SLICE, slices.utf8_text_slice, True)
         self.warmed = self.dfa.warm(WARM_ROWS, WARM_BUDGET_S)
+        self.dfa.close_text(CLOSE_BUDGET_S)
         self.initial: States = frozenset((((), self.dfa.rule_start[0]),))
         self.lock = threading.RLock()
         self._state_masks: dict[Key, StateMask] = {}

@@ -875,6 +875,25 @@ static PyObject *py_warm(Builder *b, PyObject *args) {
     return PyLong_FromLong(built);
 }
 
+/* close_text(dfa, budget_s) -> states found closed: text_closed of every state in turn (rows built
+ * on the way), until budget_s seconds passed (the clock read before every 16 states), so that first walks find it known (see
+ * LazyDfa.close_text). */
+static PyObject *py_close_text(Builder *b, PyObject *args) {
+    PyObject *dfa;
+    double budget;
+    if (!PyArg_ParseTuple(args, "Od", &dfa, &budget)) return NULL;
+    if (ensure_bound(b, dfa) < 0) return NULL;
+    const double end = now_s() + budget;
+    long closed = 0;
+    for (Py_ssize_t d = 0; d < b->num_states; d++) {
+        if (d % 16 == 0 && now_s() > end) break;
+        const int r = text_closed(b, (int32_t)d);
+        if (r < 0) return NULL;
+        closed += r;
+    }
+    return PyLong_FromLong(closed);
+}
+
 static PyObject *py_prepare(Builder *b, PyObject *args) {
     PyObject *dfa;
     long d;
@@ -1101,6 +1120,7 @@ static PyMethodDef builder_methods[] = {
     {"call_groups", (PyCFunction)py_call_groups, METH_VARARGS, "call_groups(d) -> [(rule, [return NFA states])]."},
     {"nfa_states", (PyCFunction)py_nfa_states, METH_VARARGS, "nfa_states(d) -> sorted tuple of NFA states."},
     {"utf8_to", (PyCFunction)py_utf8_to, METH_VARARGS, "utf8_to(dfa, d, target, sequences) -> bool."},
+    {"close_text", (PyCFunction)py_close_text, METH_VARARGS, "close_text(dfa, budget_s) -> states closed on text, in state order."},
     {"text_closed", (PyCFunction)py_text_closed, METH_VARARGS, "text_closed(dfa, d) -> bool: every string-text token lives from d."},
     {"upgrade_to_utf8", (PyCFunction)py_upgrade, METH_VARARGS, "upgrade_to_utf8(dfa, d) -> slice id."},
     {"set_utf8", (PyCFunction)py_set_utf8, METH_VARARGS, "set_utf8(ascii_slice, text_slice, runs, sequences)."},

@@ -132,6 +132,12 @@ class LazyDfa:
         C walk takes such a state's text tokens whole and walks only the others)."""
         return bool(self.builder.text_closed(self, d))
 
+    def close_text(self, budget_s: float) -> int:
+        """text_closed of every state in state order, within about `budget_s` seconds (at compile,
+        after `warm`: a first walk of a key start then finds it known instead of searching its key
+        trie, 15-80 us); returns how many states are closed."""
+        return self.builder.close_text(self, budget_s)
+
     def dominant_target(self, d: int) -> int | None:
         """The state that at least MIN_DOMINANT_BYTES bytes lead to from d, if any."""
         if self.trans[d, 0] == UNKNOWN:

@@ -133,6 +133,12 @@ def test_states_closed_on_text_are_the_same_in_both_builders(bench_rows):
             assert py.num_states == c.num_states, d
             answers.append(got)
         _compare(py, c, max_states=300)
+        py, c = _pair(g, vocab)  # and all at once, as a compile does
+        for dfa in (py, c):
+            dfa.set_utf8(ASCII_TEXT_SLICE, text, True)
+        assert py.close_text(float("inf")) == c.close_text(float("inf"))
+        assert py.num_states == c.num_states
+        assert [py.text_closed(d) for d in range(py.num_states)] == [c.text_closed(d) for d in range(c.num_states)]
     assert 50 < sum(answers) < len(answers) - 50
 
 
@@ -297,8 +303,8 @@ def test_byte_vocab_masks_equal_the_python_rows(text):
 @needs_dfa_c
 @pytest.mark.skipif(c_walk is None, reason="grammar.masks._walk not built")
 def test_the_walk_builds_rows_in_c_without_calling_python(monkeypatch):
-    """Inside the mask walk and the byte run, rows, slices and the UTF-8 upgrade come from the
-    builder's capsule: no Python method of the LazyDfa is called."""
+    """Inside the mask walk and the byte run, rows, slices, the UTF-8 upgrade and the text closure
+    come from the builder's capsule: no Python method of the LazyDfa is called."""
     rng = random.Random(0)
     alphabet = [b'"', b"{", b"}", b":", b",", b"a", b"b", b"k", b"1", b"2", b"-", b" "]
     tokens = list(alphabet) + [b'{"', b'{"ka', b'{"kab":12', b'{"ka":"ab', b'":"', b'":1', b'12,"']
@@ -306,13 +312,14 @@ def test_the_walk_builds_rows_in_c_without_calling_python(monkeypatch):
     vocab = grammar.Vocabulary(tokens + [None], [len(tokens)], len(tokens) + 3)
     schema = {"type": "object", "properties": {"kab": {"type": "integer"}, "ka": {"type": "string"}}, "required": ["ka"]}
     monkeypatch.setattr(grammar.compiled, "WARM_ROWS", 0)  # every row is left to the walk
+    monkeypatch.setattr(grammar.compiled, "CLOSE_BUDGET_S", 0.0)  # (whose text closure search builds rows)
     monkeypatch.setattr(grammar.compiled, "PRECOMPUTE_STATES", 0)  # ... at the first mask
     g = grammar.compiler_for(vocab).compile(compile_schema_to_grammar(schema, "compact"))
 
     def no_python(self, *args):
         raise AssertionError("the walk called the LazyDfa's Python methods")
 
-    for name in ("prepare", "compute_row", "upgrade_to_utf8", "utf8_to"):
+    for name in ("prepare", "compute_row", "upgrade_to_utf8", "utf8_to", "text_closed"):
         monkeypatch.setattr(LazyDfa, name, no_python)
     m = g.matcher()
     before = g.dfa.num_states
