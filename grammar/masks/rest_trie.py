@@ -11,6 +11,9 @@ a fixed number of them) keys the rests by the length of that prefix instead (`ru
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 import numpy as np
 
 from grammar.masks.slices import TokenSlice
@@ -54,21 +57,7 @@ def long_trie(trie: TokenTrie, sl: TokenSlice, min_chars: int) -> tuple[np.ndarr
     characters has more than `min_chars` characters, by their whole bytes: from a bounded run of
     the slice at least `min_chars` long, whose words and run rests have every shorter one, only
     these are left to walk (grammar/masks/_walk.c `run_walk`). None when there are none."""
-    member = np.frombuffer(sl.set_bytes, dtype=np.uint8).astype(bool)
-    rows: list[np.ndarray] = []
-    ok = np.ones(1, dtype=bool)  # the path is slice characters (maybe a cut one at its end)
-    chars = np.zeros(1, dtype=np.int64)  # characters begun on the path
-    cut = np.zeros(1, dtype=np.int64)  # characters of its longest prefix of whole slice characters
-    for depth, lv in enumerate(trie.levels, start=1):
-        chars = chars[lv.parent] + (((lv.byte & 0xC0) != 0x80) if sl.utf8 else 1)
-        ok = ok[lv.parent] & member[lv.byte]
-        whole = ok
-        if sl.utf8:
-            u8 = trie.utf8_levels[depth - 1]
-            ok &= u8 != UTF8_BAD
-            whole = ok & (u8 == 0)
-        cut = np.where(whole, chars, cut[lv.parent])
-        rows.append(lv.token_row[(lv.token_row >= 0) & (cut > min_chars)])
+    rows = [lv.token_row[(lv.token_row >= 0) & (cut > min_chars)] for lv, cut in _prefix_chars(trie, sl)]
     row = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
     if len(trie.dup_rows):  # rows repeating an earlier row's bytes
         row = np.concatenate([row, trie.dup_rows[np.isin(trie.dup_first, row)]])
@@ -98,11 +87,17 @@ def run_prefix_max(trie: TokenTrie, sl: TokenSlice) -> np.ndarray:
     tokens below each node (a token of the slice: all of its characters; at most 255). Where it
     is at most a bounded run's length, run_walk has every token below (the slice's words, its run
     rests) and the main walk skips the node."""
+    at_tokens = [np.where(lv.token_row >= 0, cut, 0) for lv, cut in _prefix_chars(trie, sl)]
+    return np.minimum(trie.subtree_max(at_tokens), 255).astype(np.uint8)
+
+
+def _prefix_chars(trie: TokenTrie, sl: TokenSlice) -> Iterator[tuple[Any, np.ndarray]]:
+    """Per trie level: the level and, per node, the characters of its path's longest prefix of
+    whole slice characters (a cut character at the end does not count)."""
     member = np.frombuffer(sl.set_bytes, dtype=np.uint8).astype(bool)
     ok = np.ones(1, dtype=bool)  # the path is slice characters (maybe a cut one at its end)
     chars = np.zeros(1, dtype=np.int32)  # characters begun on the path
-    cut = np.zeros(1, dtype=np.int32)  # characters of its longest prefix of whole slice characters
-    at_tokens: list[np.ndarray] = []
+    cut = np.zeros(1, dtype=np.int32)
     for depth, lv in enumerate(trie.levels, start=1):
         chars = chars[lv.parent] + (((lv.byte & 0xC0) != 0x80) if sl.utf8 else 1)
         ok = ok[lv.parent] & member[lv.byte]
@@ -112,8 +107,7 @@ def run_prefix_max(trie: TokenTrie, sl: TokenSlice) -> np.ndarray:
             ok &= u8 != UTF8_BAD
             whole = ok & (u8 == 0)
         cut = np.where(whole, chars, cut[lv.parent]).astype(np.int32)
-        at_tokens.append(np.where(lv.token_row >= 0, cut, 0))
-    return np.minimum(trie.subtree_max(at_tokens), 255).astype(np.uint8)
+        yield lv, cut
 
 
 def _outside(trie: TokenTrie, sl: TokenSlice) -> tuple[np.ndarray, np.ndarray]:
