@@ -10,7 +10,7 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from engine import LLM, SamplingParams
+from engine import LLM, SamplingParams, hardware
 from engine.loader.weights import load_native_model
 from engine.models.llama_fused import FusedLlama, pack_native
 from kernels.attention import build_attention_metadata
@@ -90,7 +90,7 @@ def test_greedy_generation_matches_the_torch_path(tiny_model_factory):
     outs = {}
     for kernels_on in (True, False):
         llm = LLM(tiny_model_factory("llama"), max_model_len=256, num_kv_blocks=64, block_size=4, cpu_kernels=kernels_on,
-                  kv_cache_dtype="float32")
+                  dtype="float32", kv_cache_dtype="float32")
         assert ("fused" in llm.info.summary) == kernels_on
         outs[kernels_on] = [o.token_ids for o in llm.generate(prompts, params)]
     assert outs[True] == outs[False]
@@ -119,12 +119,16 @@ def test_packed_weights_reload_from_disk(tiny_model_factory, tmp_path):
 
 
 def test_kv_cache_dtype_defaults(tiny_model_factory):
-    """float16 on the CPU kernels for a float32 model; the torch path keeps the model's dtype."""
-    fast = LLM(tiny_model_factory("llama"), max_model_len=64, num_kv_blocks=8)
+    """float16 on the CPU kernels for a float32 model; the torch path keeps the model's dtype; the
+    model's dtype itself is bfloat16 on a CPU with BF16 units, else float32 (engine/hardware.py)."""
+    model_dtype = torch.bfloat16 if hardware.has_bf16_units() else torch.float32
+    auto = LLM(tiny_model_factory("llama"), max_model_len=64, num_kv_blocks=8)
+    assert auto.core.runner.kv_caches[0][0].dtype == (torch.float16 if model_dtype == torch.float32 else model_dtype)
+    fast = LLM(tiny_model_factory("llama"), max_model_len=64, num_kv_blocks=8, dtype="float32")
     assert fast.core.runner.kv_caches[0][0].dtype == torch.float16 and "(float16)" in fast.info.summary
     torch_path = LLM(tiny_model_factory("llama"), max_model_len=64, num_kv_blocks=8, cpu_kernels=False,
                      kv_cache_dtype="float16")  # fmt: skip
-    assert torch_path.core.runner.kv_caches[0][0].dtype == torch.float32
+    assert torch_path.core.runner.kv_caches[0][0].dtype == model_dtype
     chosen = LLM(tiny_model_factory("llama"), max_model_len=64, num_kv_blocks=8, kv_cache_dtype="bfloat16")
     assert chosen.core.runner.kv_caches[0][0].dtype == torch.bfloat16
     out = chosen.generate([[5, 6, 7]], SamplingParams(max_tokens=4, temperature=0.0, ignore_eos=True))[0]
