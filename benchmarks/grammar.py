@@ -371,6 +371,11 @@ def main() -> None:
                         help="run the engines this many times, one after the other; quote each figure's median")
     parser.add_argument("--slowest", type=int, default=0, help="then list our N slowest mask fills")
     args = parser.parse_args()
+    import torch
+
+    from engine import hardware
+
+    print(f"machine: {hardware.describe(torch.device('cpu'))}")
     with gzip.open(args.data, "rt") as f:
         rows = [json.loads(line) for line in f]
     random.Random(args.seed).shuffle(rows)
