@@ -57,6 +57,7 @@ typedef struct {
     uint32_t *closed_gen;           /* text_closed's search: the stamp of closed_seen */
     uint64_t *closed_seen;          /* ...and the character positions the search reached the state at */
     uint32_t gen_c;
+    Py_ssize_t closure_rows;        /* rows text_closed's searches built (at most MAX_CLOSURE_ROWS) */
     struct TextAlphabet *text_alpha;  /* text_closed's steps (see text_alphabet) */
     Py_ssize_t num_states, states_cap;
     int32_t *table;                 /* open addressing: dstate + 1, 0 empty */
@@ -606,7 +607,9 @@ static int utf8_to(Builder *b, int32_t d, int32_t target) {
 /* A character position: 0 between characters, 1 + 3 q + (j - 1) after j bytes of a character of
  * sequence family q (j < its length). */
 #define TEXT_POSITIONS (1 + 3 * MAX_SEQS)
-#define MAX_CLOSED_NODES 4096  /* text_closed's search gives up (answers no) past this many (state, position) pairs */
+#define MAX_CLOSED_NODES 4096  /* text_closed's search gives up (answers no) past this many (state, position) pairs, */
+#define MAX_CLOSED_ROWS 64     /* or past this many rows it had to build (a row of a large NFA's DFA can cost 0.1 ms) */
+#define MAX_CLOSURE_ROWS 1024  /* rows all of a DFA's searches may build; past them, states not known are not closed */
 
 #define MAX_TEXT_RUNS 32
 
@@ -660,10 +663,14 @@ typedef struct { int32_t state, pos, next, last_t, last_p; } TextFrame;  /* last
  * and its key trie, a string with an unanchored pattern).  0 when not (or when not known within
  * MAX_CLOSED_NODES pairs of state and character position), -1 on error.  A depth-first search of
  * the (state, position) pairs text reaches from d, rows built on the way: all of them closed when
- * none dies; when one does, the states between characters on the path to it are not.  Remembered
- * per state. */
+ * none dies; when one does, the states between characters on the path to it are not; past
+ * MAX_CLOSED_NODES pairs or MAX_CLOSED_ROWS rows built, none of those reached is said closed
+ * (each would search as far again); once all searches built MAX_CLOSURE_ROWS rows, no state not
+ * known is closed.
+ * Remembered per state. */
 static int text_closed(Builder *b, int32_t d) {
     if (b->closed[d] >= 0) return b->closed[d];
+    if (b->closure_rows > MAX_CLOSURE_ROWS) return b->closed[d] = 0;  /* (searches spent their rows) */
     const int have = text_alphabet(b);
     if (have <= 0) return have;
     if (++b->gen_c == 0) {  /* stamps wrapped: forget them all */
@@ -672,15 +679,20 @@ static int text_closed(Builder *b, int32_t d) {
     }
     Vec between = {NULL, 0, 0};  /* the states reached between characters */
     TextFrame *path = malloc(64 * sizeof(TextFrame));
-    Py_ssize_t depth = 0, cap = 64, nodes = 1;
-    int closed = 1;
+    Py_ssize_t depth = 0, cap = 64, nodes = 1, rows = 0;
+    int closed = 1, gave_up = 0;
     if (!path || vec_push(&between, d) < 0) goto fail;
     b->closed_gen[d] = b->gen_c;
     b->closed_seen[d] = 1;
     path[depth++] = (TextFrame){d, 0, 0, UNKNOWN, -1};
     while (depth) {
         TextFrame *f = &path[depth - 1];
-        if (ensure_row(b, f->state) < 0) goto fail;
+        if (TRANS(b)[(Py_ssize_t)f->state * 256] == UNKNOWN) {
+            rows++;
+            b->closure_rows++;
+            if (rows > MAX_CLOSED_ROWS || b->closure_rows > MAX_CLOSURE_ROWS) { closed = 0; gave_up = 1; break; }
+            if (build_row(b, f->state) < 0) goto fail;
+        }
         const struct TextAlphabet *a = b->text_alpha;
         const int8_t *step = a->to[f->pos];
         const int32_t *row = TRANS(b) + (Py_ssize_t)f->state * 256;
@@ -711,7 +723,7 @@ static int text_closed(Builder *b, int32_t d) {
         if (t < 0 || (p == 0 && known[t] == 0)) { closed = 0; break; }
         if (b->closed_gen[t] != b->gen_c) { b->closed_gen[t] = b->gen_c; b->closed_seen[t] = 0; }
         b->closed_seen[t] |= 1ull << p;
-        if (++nodes > MAX_CLOSED_NODES) { closed = 0; break; }
+        if (++nodes > MAX_CLOSED_NODES) { closed = 0; gave_up = 1; break; }
         if (p == 0 && vec_push(&between, t) < 0) goto fail;
         if (depth == cap) {
             TextFrame *grown = realloc(path, 2 * cap * sizeof(TextFrame));
@@ -721,8 +733,8 @@ static int text_closed(Builder *b, int32_t d) {
         }
         path[depth++] = (TextFrame){t, p, 0, UNKNOWN, -1};
     }
-    if (closed) {
-        for (Py_ssize_t i = 0; i < between.len; i++) b->closed[between.data[i]] = 1;
+    if (closed || gave_up) {  /* (given up: every state reached is said not closed, so none searches again) */
+        for (Py_ssize_t i = 0; i < between.len; i++) b->closed[between.data[i]] = (int8_t)closed;
     } else {
         for (Py_ssize_t i = 0; i < depth; i++)
             if (path[i].pos == 0) b->closed[path[i].state] = 0;

@@ -19,7 +19,9 @@ from grammar.automaton.constants import (DEAD, FLAG_CALLS, FLAG_FINAL, MIN_DOMIN
 
 Seqs = tuple[tuple[tuple[int, int], ...], ...]
 MAX_SEQS = 16  # UTF-8 sequence families (as in C)
-MAX_CLOSED_NODES = 4096  # text_closed's search gives up (answers no) past this many (state, position) pairs
+MAX_CLOSED_NODES = 4096  # text_closed's search gives up (answers no) past this many (state, position) pairs,
+MAX_CLOSED_ROWS = 64  # or past this many rows it had to build (as in C)
+MAX_CLOSURE_ROWS = 1024  # rows all of a DFA's searches may build; past them, states not known are not closed
 
 
 class Builder:
@@ -48,6 +50,7 @@ class Builder:
         self._utf8_checked: set[int] = set()
         self._utf8_pairs: dict[tuple[int, int], bool] = {}
         self._closed: dict[int, bool] = {}  # text_closed, remembered
+        self._closure_rows = 0  # rows text_closed's searches built
         self._text_pos: list[list[int]] | None = None  # text_closed's alphabet (see _text_alphabet)
 
     # ---- configuration ----
@@ -379,24 +382,35 @@ class Builder:
         leads from d to a live state closed on text too: every token made only of text is then
         consumed from d (an open object's key start, a string with an unanchored pattern). A
         depth-first search of the (state, character position) pairs text reaches, rows built on
-        the way, in C's order; past MAX_CLOSED_NODES pairs the answer is no. Remembered: all
-        states between characters when closed, else those on the path to the dead step."""
+        the way, in C's order; past MAX_CLOSED_NODES pairs or MAX_CLOSED_ROWS rows built the answer
+        is no, and once all searches built MAX_CLOSURE_ROWS rows, so for every state not known.
+        Remembered: all states between characters when closed or given up, else those on the path
+        to the dead step."""
         self._check(d)
         self._bound(dfa)
         known = self._closed.get(d)
         if known is not None:
             return known
+        if self._closure_rows > MAX_CLOSURE_ROWS:  # (searches spent their rows)
+            self._closed[d] = False
+            return False
         alphabet = self._text_alphabet()
         if alphabet is None:
             return False
         seen = {(d, 0)}
         between = [d]
         path = [[d, 0, 0]]  # state, position, next byte to try
-        closed = True
+        closed, gave_up = True, False
+        rows = 0
         while path:
             f = path[-1]
             x, p = f[0], f[1]
             if self.dfa.trans[x, 0] == UNKNOWN:
+                rows += 1
+                self._closure_rows += 1
+                if rows > MAX_CLOSED_ROWS or self._closure_rows > MAX_CLOSURE_ROWS:
+                    closed, gave_up = False, True
+                    break
                 self._build_row(x)
             step = alphabet[p]
             c = f[2]
@@ -417,14 +431,14 @@ class Builder:
                 continue
             seen.add((t, q))
             if len(seen) > MAX_CLOSED_NODES:
-                closed = False
+                closed, gave_up = False, True
                 break
             if q == 0:
                 between.append(t)
             path.append([t, q, 0])
-        if closed:
+        if closed or gave_up:  # (given up: none reached is said closed, so none searches again)
             for x in between:
-                self._closed[x] = True
+                self._closed[x] = closed
         else:
             for x, p, _ in path:
                 if p == 0:

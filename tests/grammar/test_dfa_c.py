@@ -143,6 +143,28 @@ def test_states_closed_on_text_are_the_same_in_both_builders(bench_rows):
 
 
 @needs_dfa_c
+def test_a_closure_search_too_long_gives_up_once():
+    """A text-closed component larger than the search's limits (a string holding 4,200 `a`s in a
+    row: a DFA state per count, each row costly to build) is answered "not closed" after a bounded
+    search, which says so of every state it reached; states made on the way but not reached search
+    again, within the same limits, until the DFA's searches spent MAX_CLOSURE_ROWS rows: asking
+    every state then builds no more. Both builders alike, state for state."""
+    vocab = byte_vocab()
+    text = grammar.compiler_for(vocab).index.slices.utf8_text_slice
+    py, c = _pair(Grammar({"start": regex_to_node('[^"]*a{4200}[^"]*')}), vocab)
+    for dfa in (py, c):
+        dfa.set_utf8(ASCII_TEXT_SLICE, text, True)
+        assert not dfa.text_closed(dfa.rule_start[0])
+        assert dfa.num_states < 100  # one search: MAX_CLOSED_ROWS rows, not the component's thousands
+        d = 0
+        while d < dfa.num_states:  # every state, those made meanwhile too
+            assert not dfa.text_closed(d)
+            d += 1
+        assert dfa.num_states < dfa_ref.MAX_CLOSURE_ROWS + 200
+    assert py.num_states == c.num_states
+
+
+@needs_dfa_c
 @pytest.mark.parametrize("rows", [1, 40, 5000])
 def test_warmed_rows_agree(rows, bench_rows):
     """LazyDfa.warm builds the same rows, hence the same states, in C and in Python."""
