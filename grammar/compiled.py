@@ -24,13 +24,15 @@ MAX_CACHED_MASKS = 20_000
 MAX_ABSORB = MAX_RUN
 # DFA rows built at compile time, outward from the start states (LazyDfa.warm): the whole DFA of
 # most schemas (dev sample: p50 ~360 rows, ~0.3 ms), so that first walks build no rows and find
-# them in cache (mask p99 64-76 -> 38-44 us back to back, compile p50 +0.3 ms, benchmarks/grammar.py
-# --limit 100, idle); a larger DFA gets the rows nearest its start within the budget.
+# them in cache (benchmarks/grammar.py --limit 100 --engines ours, idle, A/B by a temporary switch:
+# mask p99 64-65 -> 41-43 us back to back, compile p50 +0.3 ms); a larger DFA gets the rows nearest
+# its start within the budget.
 WARM_ROWS = 1 << 16
 WARM_BUDGET_S = 0.0015
 # Then which states are closed on string text (LazyDfa.close_text: dev sample p50 44 us, p90 0.23 ms),
 # so that a key start's first walk does not search its key trie first (15-80 us); mask p99 back to
-# back 1.01-1.08x -> 0.83-1.04x xgrammar's, three pairs of benchmarks/grammar.py --limit 100 runs.
+# back 1.01-1.08x -> 0.83-1.04x xgrammar's, three pairs of benchmarks/grammar.py --limit 100
+# --engines ours,xgrammar runs (A/B by a temporary switch).
 CLOSE_BUDGET_S = 0.0003
 # State masks made ahead of use, likeliest first outward from the start (grammar/masks/precompute.py):
 # the first steps' masks are then cache hits; about 100-150 states (~15 us each) fit the budget:

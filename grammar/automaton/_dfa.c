@@ -32,7 +32,6 @@ static inline int vec_push(Vec *v, int32_t x) {
     return 0;
 }
 
-#define MAX_SEQS 16
 typedef struct {
     uint8_t lo[4], hi[4];
     int len;
@@ -607,9 +606,6 @@ static int utf8_to(Builder *b, int32_t d, int32_t target) {
 /* A character position: 0 between characters, 1 + 3 q + (j - 1) after j bytes of a character of
  * sequence family q (j < its length). */
 #define TEXT_POSITIONS (1 + 3 * MAX_SEQS)
-#define MAX_CLOSED_NODES 4096  /* text_closed's search gives up (answers no) past this many (state, position) pairs, */
-#define MAX_CLOSED_ROWS 64     /* or past this many rows it had to build (a row of a large NFA's DFA can cost 0.1 ms) */
-#define MAX_CLOSURE_ROWS 1024  /* rows all of a DFA's searches may build; past them, states not known are not closed */
 
 #define MAX_TEXT_RUNS 32
 

@@ -16,6 +16,10 @@ UNBOUNDED = 1 << 30  # absorb: the state loops on its slice
 MIN_DOMINANT_BYTES = 26  # dominant: a target of at least this many bytes ([a-z] is the smallest slice)
 MAX_STACK = 128  # pushdown: calls past this depth are not taken
 MAX_CONFIGS = 4096  # pushdown: an expansion stops growing here
+MAX_SEQS = 16  # text closure: UTF-8 sequence families set_utf8 takes
+MAX_CLOSED_NODES = 4096  # a search gives up (answers no) past this many (state, character position) pairs,
+MAX_CLOSED_ROWS = 64  # or past this many rows it had to build;
+MAX_CLOSURE_ROWS = 1024  # past this many rows built by all of a DFA's searches, states not known are not closed
 
 # Every well-formed multi-byte UTF-8 character as byte-range sequences (the builders' set_utf8).
 UTF8_SEQUENCES = (

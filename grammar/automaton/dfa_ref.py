@@ -14,14 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from grammar.automaton.constants import (DEAD, FLAG_CALLS, FLAG_FINAL, MIN_DOMINANT_BYTES, NO_SLICE, SLICE_UNKNOWN,
+from grammar.automaton.constants import (DEAD, FLAG_CALLS, FLAG_FINAL, MAX_CLOSED_NODES, MAX_CLOSED_ROWS,
+                                         MAX_CLOSURE_ROWS, MAX_SEQS, MIN_DOMINANT_BYTES, NO_SLICE, SLICE_UNKNOWN,
                                          UNBOUNDED, UNKNOWN)  # fmt: skip
 
 Seqs = tuple[tuple[tuple[int, int], ...], ...]
-MAX_SEQS = 16  # UTF-8 sequence families (as in C)
-MAX_CLOSED_NODES = 4096  # text_closed's search gives up (answers no) past this many (state, position) pairs,
-MAX_CLOSED_ROWS = 64  # or past this many rows it had to build (as in C)
-MAX_CLOSURE_ROWS = 1024  # rows all of a DFA's searches may build; past them, states not known are not closed
 
 
 class Builder:

@@ -20,6 +20,12 @@
 #define UNBOUNDED (1 << 30)     /* absorb: the state loops on its slice */
 #define MIN_DOMINANT_BYTES 26   /* dominant: a target of at least this many bytes ([a-z] is the smallest slice) */
 
+/* ---- text closure (the builders' text_closed) ---- */
+#define MAX_SEQS 16             /* UTF-8 sequence families set_utf8 takes */
+#define MAX_CLOSED_NODES 4096   /* a search gives up (answers no) past this many (state, character position) pairs, */
+#define MAX_CLOSED_ROWS 64      /* or past this many rows it had to build (a row of a large NFA's DFA can cost 0.1 ms); */
+#define MAX_CLOSURE_ROWS 1024   /* past this many rows built by all of a DFA's searches, states not known are not closed */
+
 /* ---- pushdown configurations (grammar/automaton/pda.py) ---- */
 #define MAX_STACK 128           /* calls past this depth are not taken */
 #define MAX_CONFIGS 4096        /* an expansion stops growing here */
@@ -53,6 +59,8 @@ static int add_core_constants(PyObject *module) {
         {"UNKNOWN", UNKNOWN}, {"DEAD", DEAD}, {"FLAG_CALLS", FLAG_CALLS}, {"FLAG_FINAL", FLAG_FINAL},
         {"NO_SLICE", NO_SLICE}, {"SLICE_UNKNOWN", SLICE_UNKNOWN}, {"UNBOUNDED", UNBOUNDED},
         {"MIN_DOMINANT_BYTES", MIN_DOMINANT_BYTES}, {"MAX_STACK", MAX_STACK}, {"MAX_CONFIGS", MAX_CONFIGS},
+        {"MAX_SEQS", MAX_SEQS}, {"MAX_CLOSED_NODES", MAX_CLOSED_NODES}, {"MAX_CLOSED_ROWS", MAX_CLOSED_ROWS},
+        {"MAX_CLOSURE_ROWS", MAX_CLOSURE_ROWS},
     };
     PyObject *d = PyDict_New();
     if (!d) return -1;

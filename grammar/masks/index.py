@@ -7,7 +7,7 @@ from types import ModuleType
 import numpy as np
 
 from grammar.masks import walk_ref
-from grammar.masks.rest_trie import long_trie, outside_trie, rest_tries, run_prefix_max, run_rests
+from grammar.masks.rest_trie import long_trie, rest_tries, run_prefix_max, run_rests
 from grammar.masks.slices import ASCII_TEXT_SLICE, SliceSet
 from grammar.masks.trie import TokenTrie
 from grammar.vocab import Vocabulary
@@ -46,20 +46,21 @@ class TokenIndex:
                      + ((sl.char_max, sl.char_depth) if sl.char_max is not None else ()) for sl in slices.slice_list)
         text = slices.slice_list[slices.utf8_text_slice]
         first = text.in_set[:128].astype(np.uint8).tobytes()
-        # (slice id, rest tries or None, run rests or None, their run_max, the tokens outside whole or
-        # None, the tokens of more than MAX_RUN slice characters first or None, MAX_RUN) of the walk's
-        # slices
+        # (slice id, three rest tries or None, run rests or None, their run_max, the tokens outside
+        # whole or None, the tokens of more than MAX_RUN slice characters first or None, MAX_RUN) of
+        # the walk's slices: the rest tries, the tokens outside and the long trie only for the text
+        # slice (the walk reads a long run's tokens from it for UTF-8 slices only)
         rests = []
         for sl in slices.slice_list[: slices.num_canonical] + [text]:
             for k in range(1, min(MAX_RUN, trie.max_len) + 1):
                 sl.words_upto(k)
             rest = rest_tries(trie, text) if sl is text else None
-            outside = outside_trie(trie, text) if sl is text else None
             run = run_rests(trie, sl)
-            if rest is not None or run is not None or outside is not None:
-                rests.append((sl.id, *(rest or (None, None, None)), run,
-                              run_prefix_max(trie, sl) if run is not None else None, outside,
-                              long_trie(trie, sl, MAX_RUN) if run is not None else None, MAX_RUN))
+            if rest is not None or run is not None:
+                starts, rests_, keyed, outside = rest or (None, None, None, None)
+                rests.append((sl.id, starts, rests_, keyed, run, run_prefix_max(trie, sl) if run is not None else None,
+                              outside, long_trie(trie, sl, MAX_RUN) if sl is text and run is not None else None,
+                              MAX_RUN))
         return self.walk.Tables(self.vocab.num_words, trie.flat.arrays(), rows, (
             ASCII_TEXT_SLICE, text.id, first, text.first_ids, text.first_off, text.rest_words, text.multi_first_words),
             tuple(rests))

@@ -28,8 +28,10 @@ def rest_tries(trie: TokenTrie, sl: TokenSlice) -> tuple[tuple[np.ndarray, ...],
     tokens): of the tokens whose first character is outside the slice (the rest is the whole
     token); of those with a prefix in it; and of the latter that start with an ASCII byte, keyed
     by that byte and then the rest (for a state whose first character decides: the first
-    character of a key that may be a declared one or any other). None when too many tokens lie
-    outside the slice."""
+    character of a key that may be a declared one or any other); and all of them by their whole
+    bytes (from a state closed on the slice's text, grammar/automaton/dfa.py `text_closed`, every
+    token of the slice is consumed whatever states it passes, and only these are walked:
+    grammar/masks/_walk.c `closed_walk`). None when too many tokens lie outside the slice."""
     row, split = _outside(trie, sl)
     if len(row) > MAX_REST_SHARE * len(trie.lens):
         return None
@@ -38,18 +40,7 @@ def rest_tries(trie: TokenTrie, sl: TokenSlice) -> tuple[tuple[np.ndarray, ...],
     rests = [(trie.token_bytes[t][s:], t) for t, s in zip(ids, split.tolist()) if s > 0]
     keyed = [(trie.token_bytes[t][:1] + trie.token_bytes[t][s:], t) for t, s in zip(ids, split.tolist())
              if s > 0 and trie.token_bytes[t][0] < 0x80]
-    return _flat(starts), _flat(rests), _flat(keyed)
-
-
-def outside_trie(trie: TokenTrie, sl: TokenSlice) -> tuple[np.ndarray, ...] | None:
-    """The FlatTrie arrays of the tokens not made wholly of the slice, by their whole bytes: from a
-    state closed on the slice's text (every token of the slice is consumed from it, whatever
-    states it passes: grammar/automaton/dfa.py `text_closed`) only these are walked
-    (grammar/masks/_walk.c `closed_walk`). None when they are too many."""
-    row, _ = _outside(trie, sl)
-    if len(row) > MAX_REST_SHARE * len(trie.lens):
-        return None
-    return _flat([(trie.token_bytes[t], t) for t in trie.sorted_ids[row].tolist()]) if len(row) else None
+    return _flat(starts), _flat(rests), _flat(keyed), _flat([(trie.token_bytes[t], t) for t in ids])
 
 
 def long_trie(trie: TokenTrie, sl: TokenSlice, min_chars: int) -> tuple[np.ndarray, ...] | None:

@@ -18,7 +18,7 @@ from grammar.frontends.lark import lark_to_grammar
 from grammar.frontends.regex import regex_to_node
 from grammar.ir import Grammar
 from grammar.masks import walk_ref
-from grammar.masks.index import TokenIndex, c_walk
+from grammar.masks.index import MAX_RUN, TokenIndex, c_walk
 from grammar.masks.state_masks import compute_mask
 from grammar.masks.words import dense, kept, or_into, write_row
 
@@ -339,14 +339,14 @@ def test_rest_tries_match_brute_force(seed, monkeypatch):
 def test_rest_tries_hold_every_token_outside_the_slice():
     """Each token that is not string text is in one of the first two rest tries, under the bytes
     after its longest prefix of whole string characters (none: the first trie); the third keys
-    the second's ASCII-led tokens by their first byte."""
+    the second's ASCII-led tokens by their first byte; the fourth holds them all, whole."""
     tokens = [b"ab", b'a"', b'"', b'x",', b"\\n", b"\xc3\xa9\xc3", b"\xc3", b"\xc3\xa9", b"b\n", b'a"'] + [None]
     vocab = grammar.Vocabulary(tokens, [len(tokens) - 1], len(tokens))
     index = _index(vocab)
     text = index.slice_list[index.slices.utf8_text_slice]
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(rest_trie, "MAX_REST_SHARE", 1.0)
-        first, after, keyed = rest_trie.rest_tries(index.trie, text)
+        first, after, keyed, whole = rest_trie.rest_tries(index.trie, text)
 
     def rests(arrays):  # (bytes, token id) of each row, read back from the flat trie
         byte, depth, end, lo, ids, _ = arrays
@@ -359,6 +359,7 @@ def test_rest_tries_hold_every_token_outside_the_slice():
     assert rests(first) == [(b'"', 2), (b"\\n", 4), (b"\xc3", 6)]
     assert rests(after) == sorted([(b'"', 1), (b'"', 9), (b'",', 3), (b"\n", 8), (b"\xc3", 5)])
     assert rests(keyed) == sorted([(b'a"', 1), (b'a"', 9), (b'x",', 3), (b"b\n", 8)])  # ASCII first byte + rest
+    assert rests(whole) == sorted((tokens[i], i) for i in (1, 2, 3, 4, 5, 6, 8, 9))  # all of them, whole
 
 
 @needs_c
@@ -367,14 +368,14 @@ def test_states_closed_on_text_take_the_text_tokens_whole(seed, monkeypatch):
     """From a state closed on string text (an open object's key start and key trie, a string with an
     unanchored pattern) every token of text only is allowed, whatever states it passes: the walk
     takes the text slice whole and walks only the other tokens, by their whole bytes
-    (rest_trie.outside_trie). Masks equal brute force; the states said closed are, and the
+    (the last of rest_trie.rest_tries). Masks equal brute force; the states said closed are, and the
     others (a closed object's keys, a bounded string, a declared key with a non-ASCII letter, where
     multi-byte characters part ways) are walked as before."""
     monkeypatch.setattr(rest_trie, "MAX_REST_SHARE", 1.0)  # (the random vocabulary is half outside text)
     vocab = _random_vocab(seed)
     index = _index(vocab)
     text = index.slice_list[index.slices.utf8_text_slice]
-    assert rest_trie.outside_trie(index.trie, text) is not None
+    assert rest_trie.rest_tries(index.trie, text) is not None
     text_tokens = [t for t in range(len(vocab.token_bytes)) if (int(text.words[t >> 5]) >> (t & 31)) & 1]
     rng = random.Random(seed)
     closed, walked = set(), set()
@@ -412,7 +413,7 @@ def test_long_tokens_in_a_long_bounded_run(seed, monkeypatch):
     vocab = grammar.Vocabulary(tokens, [len(tokens) - 1], len(tokens) + 5)
     index = _index(vocab)
     text = index.slice_list[index.slices.utf8_text_slice]
-    assert rest_trie.long_trie(index.trie, text, 16) is not None
+    assert rest_trie.long_trie(index.trie, text, MAX_RUN) is not None
     rng = random.Random(seed)
     long_runs = 0
     for schema in ({"type": "string", "maxLength": 40}, {"type": "string", "minLength": 3, "maxLength": 25},
@@ -420,7 +421,7 @@ def test_long_tokens_in_a_long_bounded_run(seed, monkeypatch):
         g = _compile(compile_schema_to_grammar(schema, "compact"), vocab)
         for state in _random_walks_match_brute_force(g, rng, 6, 14):
             d = next(iter(state))[1]
-            long_runs += g.dfa.slice_of[d] == text.id and g.dfa.absorb[d] == 16
+            long_runs += g.dfa.slice_of[d] == text.id and g.dfa.absorb[d] == MAX_RUN
     assert long_runs > 5
 
 
