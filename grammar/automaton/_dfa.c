@@ -1019,6 +1019,14 @@ static PyObject *py_text_closed(Builder *b, PyObject *args) {
     return c_text_closed((PyObject *)b, dfa, d, &ok) < 0 ? NULL : PyBool_FromLong(ok);
 }
 
+/* closed_known(d) -> bool: d is known closed on text (a search said so), without searching. */
+static PyObject *py_closed_known(Builder *b, PyObject *arg) {
+    const long d = PyLong_AsLong(arg);
+    if (d == -1 && PyErr_Occurred()) return NULL;
+    if (check_dstate(b, d) < 0) return NULL;
+    return PyBool_FromLong(b->closed[d] == 1);
+}
+
 /* upgrade_to_utf8(dfa, d) -> slice id (see `upgrade`). */
 static PyObject *py_upgrade(Builder *b, PyObject *args) {
     PyObject *dfa;
@@ -1130,6 +1138,7 @@ static PyMethodDef builder_methods[] = {
     {"utf8_to", (PyCFunction)py_utf8_to, METH_VARARGS, "utf8_to(dfa, d, target, sequences) -> bool."},
     {"close_text", (PyCFunction)py_close_text, METH_VARARGS, "close_text(dfa, budget_s) -> states closed on text, in state order."},
     {"text_closed", (PyCFunction)py_text_closed, METH_VARARGS, "text_closed(dfa, d) -> bool: every string-text token lives from d."},
+    {"closed_known", (PyCFunction)py_closed_known, METH_O, "closed_known(d) -> bool: d is known closed on text, without a search."},
     {"upgrade_to_utf8", (PyCFunction)py_upgrade, METH_VARARGS, "upgrade_to_utf8(dfa, d) -> slice id."},
     {"set_utf8", (PyCFunction)py_set_utf8, METH_VARARGS, "set_utf8(ascii_slice, text_slice, runs, sequences)."},
     {"set_slices", (PyCFunction)py_set_slices, METH_O, "set_slices(sets): the slicer as 32-byte bitsets."},

@@ -132,6 +132,11 @@ class LazyDfa:
         C walk takes such a state's text tokens whole and walks only the others)."""
         return bool(self.builder.text_closed(self, d))
 
+    def closed_known(self, d: int) -> bool:
+        """text_closed(d) when a search already said yes, else False without searching (after a
+        walk of d: the walk asks it of every state outside a string)."""
+        return self.builder.closed_known(d)
+
     def close_text(self, budget_s: float) -> int:
         """text_closed of every state in state order, within about `budget_s` seconds (at compile,
         after `warm`: a first walk of a key start then finds it known instead of searching its key

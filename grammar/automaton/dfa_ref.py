@@ -374,6 +374,11 @@ class Builder:
             self._text_pos = pos
         return self._text_pos
 
+    def closed_known(self, d: int) -> bool:
+        """True when d is known closed on text (a search said so), without searching."""
+        self._check(d)
+        return self._closed.get(d) is True
+
     def text_closed(self, dfa: Any, d: int) -> bool:
         """True when every string-text character (an ASCII text byte or a whole UTF-8 character)
         leads from d to a live state closed on text too: every token made only of text is then

@@ -1040,6 +1040,15 @@ static int map3_init(Map3 *m, Py_ssize_t cap) {
     return 0;
 }
 
+/* Empty the map in O(1): a new generation (the entries are zeroed again only when it wraps). */
+static void map3_clear(Map3 *m) {
+    if (++m->gen == 0) {
+        memset(m->e, 0, m->cap * sizeof(Entry3));
+        m->gen = 1;
+    }
+    m->used = 0;
+}
+
 /* The entry of (a, b, c), found or (*added = 1) added with `value`; NULL when out of memory. */
 static Entry3 *map3_get(Map3 *m, int32_t a, int32_t b, int32_t c, int32_t value, int *added) {
     if (2 * (m->used + 1) > m->cap) {  /* grow: move this generation's entries */
@@ -1139,8 +1148,7 @@ static int32_t calls_of(Resolver *r, int32_t s) {
  * states, calls (grammar/automaton/pda.py expand, with its limits). */
 static int expand_c(Resolver *r, int32_t k, int32_t s) {
     int added;
-    r->visit.gen++;
-    r->visit.used = 0;
+    map3_clear(&r->visit);
     r->configs.len = 0;
     if (!map3_get(&r->visit, k, s, 0, 0, &added) || vec_push2(&r->configs, k, s) < 0) return -1;
     for (Py_ssize_t next = 0; next < r->configs.len && r->configs.len / 2 <= MAX_CONFIGS; next += 2) {
@@ -1224,6 +1232,71 @@ static int queue_escapes(Resolver *r, PyObject *item) {
     return rc;
 }
 
+/* The memory of resolve() kept from one call to the next: its maps and vectors are emptied, not
+ * freed, and the calling states' (rule start, return state) pairs of the last LazyDfa resolved
+ * against (held by a weak reference) are kept, since they never change once made. A cold resolve
+ * otherwise spent ~4 us allocating and zeroing its four maps and ~2.7 us asking the LazyDfa for
+ * a calling state's calls, against ~0.5 us of walking (an ad-hoc timing on the dev schemas).
+ * A resolve that finds it in use (another thread's, while a Python call of that one let go of
+ * the GIL) makes its own, as every call did before. */
+static struct {
+    int busy;
+    PyObject *dfa_ref;  /* weak reference to the LazyDfa of `calls` and `pairs`, or NULL */
+    Resolver r;
+} kept_resolver;
+
+static int resolver_init(Resolver *r) {
+    if (map3_init(&r->stacks, 64) < 0 || map3_init(&r->calls, 64) < 0 || map3_init(&r->visit, 64) < 0 ||
+        map3_init(&r->seen, 256) < 0)
+        return -1;
+    return 0;
+}
+
+static void resolver_free(Resolver *r) {
+    free(r->stacks.e), free(r->calls.e), free(r->visit.e), free(r->seen.e);
+    free(r->parent.data), free(r->top.data), free(r->depth.data), free(r->pairs.data), free(r->configs.data), free(r->todo.data);
+    memset(r, 0, sizeof(*r));
+}
+
+/* The kept resolver, emptied for a resolution against `dfa` (its calls kept when `dfa` is the
+ * LazyDfa of the last one); NULL when in use or on error (then the caller makes its own). */
+static Resolver *kept_resolver_take(PyObject *dfa) {
+    if (kept_resolver.busy) return NULL;
+    Resolver *r = &kept_resolver.r;
+    if (!r->stacks.e && resolver_init(r) < 0) {
+        PyErr_Clear();
+        resolver_free(r);
+        return NULL;
+    }
+    PyObject *last = kept_resolver.dfa_ref ? PyWeakref_GetObject(kept_resolver.dfa_ref) : NULL;
+    if (last != dfa) {  /* another LazyDfa (or the last one is gone): forget its calls */
+        map3_clear(&r->calls);
+        r->pairs.len = 0;
+        Py_CLEAR(kept_resolver.dfa_ref);
+        kept_resolver.dfa_ref = PyWeakref_NewRef(dfa, NULL);
+        if (!kept_resolver.dfa_ref) PyErr_Clear();  /* not weakly referable: its calls are asked again next time */
+    }
+    map3_clear(&r->stacks);
+    map3_clear(&r->seen);
+    r->parent.len = r->top.len = r->depth.len = r->configs.len = r->todo.len = 0;
+    kept_resolver.busy = 1;
+    return r;
+}
+
+/* Hand the kept resolver back; after an error its calls are forgotten (an entry may have been
+ * added to `calls` whose pairs were never written). */
+static void kept_resolver_give(Resolver *r, int failed) {
+    if (failed) {
+        map3_clear(&r->calls);
+        r->pairs.len = 0;
+        Py_CLEAR(kept_resolver.dfa_ref);
+    }
+    r->tb = NULL;
+    r->rule_start = NULL;
+    memset(&r->d, 0, sizeof(r->d));
+    kept_resolver.busy = 0;
+}
+
 /* resolve(tables, dfa, items, out) -> None: OR into out (int32 [num_words]) the tokens the
  * pushdown automaton accepts among the escapes of `items`, a list of (stack, escapes) — a
  * configuration's stack (a tuple of return states) and the int32 triples mask() returned for its
@@ -1233,36 +1306,40 @@ static PyObject *resolve(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         PyErr_SetString(PyExc_TypeError, "resolve(tables, dfa, items: list, out)");
         return NULL;
     }
-    Resolver r;
-    memset(&r, 0, sizeof(r));
-    r.tb = (Tables *)args[0];
+    static PyObject *rule_start_name = NULL;
+    if (!rule_start_name && !(rule_start_name = PyUnicode_InternFromString("rule_start"))) return NULL;
     Py_buffer out;
     if (PyObject_GetBuffer(args[3], &out, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    Resolver own, *r = kept_resolver_take(args[1]);
+    if (!r) {
+        r = &own;
+        memset(r, 0, sizeof(*r));
+    }
+    r->tb = (Tables *)args[0];
     PyObject *result = NULL;
     ScratchMem mem;
-    int opened = 0;
-    if (scratch_open(&mem, r.tb->trie.max_depth + 1) < 0) goto done;
-    if (out.len != r.tb->num_words * 4) { PyErr_SetString(PyExc_ValueError, "out must hold num_words int32"); goto done; }
-    if (!(r.rule_start = PyObject_GetAttrString(args[1], "rule_start"))) goto done;
-    if (!PyList_Check(r.rule_start)) { PyErr_SetString(PyExc_TypeError, "dfa.rule_start must be a list"); goto done; }
-    if (dfa_open(&r.d, args[1]) < 0) goto done;
+    int opened = 0, scratched = 0;
+    if (scratch_open(&mem, r->tb->trie.max_depth + 1) < 0) goto done;
+    scratched = 1;
+    if (out.len != r->tb->num_words * 4) { PyErr_SetString(PyExc_ValueError, "out must hold num_words int32"); goto done; }
+    if (!(r->rule_start = PyObject_GetAttr(args[1], rule_start_name))) goto done;
+    if (!PyList_Check(r->rule_start)) { PyErr_SetString(PyExc_TypeError, "dfa.rule_start must be a list"); goto done; }
+    if (dfa_open(&r->d, args[1]) < 0) goto done;
     opened = 1;
-    if (map3_init(&r.stacks, 64) < 0 || map3_init(&r.calls, 64) < 0 || map3_init(&r.visit, 64) < 0 ||
-        map3_init(&r.seen, 256) < 0)
-        goto done;
-    if (vec_reserve(&r.parent, 1) < 0 || vec_reserve(&r.top, 1) < 0 || vec_reserve(&r.depth, 1) < 0) goto done;
-    r.parent.data[r.parent.len++] = 0;  /* the empty stack */
-    r.top.data[r.top.len++] = -1;
-    r.depth.data[r.depth.len++] = 0;
+    if (r == &own && resolver_init(r) < 0) goto done;
+    if (vec_reserve(&r->parent, 1) < 0 || vec_reserve(&r->top, 1) < 0 || vec_reserve(&r->depth, 1) < 0) goto done;
+    r->parent.data[r->parent.len++] = 0;  /* the empty stack */
+    r->top.data[r->top.len++] = -1;
+    r->depth.data[r->depth.len++] = 0;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(args[2]); i++)
-        if (queue_escapes(&r, PyList_GET_ITEM(args[2], i)) < 0) goto done;
-    if (resolve_todo(&r, out.buf, &mem.sc) == 0) result = Py_NewRef(Py_None);
+        if (queue_escapes(r, PyList_GET_ITEM(args[2], i)) < 0) goto done;
+    if (resolve_todo(r, out.buf, &mem.sc) == 0) result = Py_NewRef(Py_None);
 done:
-    if (opened) dfa_close(&r.d);
-    Py_XDECREF(r.rule_start);
-    free(r.stacks.e), free(r.calls.e), free(r.visit.e), free(r.seen.e);
-    free(r.parent.data), free(r.top.data), free(r.depth.data), free(r.pairs.data), free(r.configs.data), free(r.todo.data);
-    scratch_close(&mem);
+    if (opened) dfa_close(&r->d);
+    Py_XDECREF(r->rule_start);
+    if (r == &own) resolver_free(r);
+    else kept_resolver_give(r, result == NULL);
+    if (scratched) scratch_close(&mem);
     PyBuffer_Release(&out);
     return result;
 }
@@ -1374,9 +1451,10 @@ done:
 }
 
 /* put(rows, row, pairs, base) -> None: rows[row] = base (None: zero) with the words of the int32
- * pairs (position, value) of `pairs` written over it: a SparseWords mask (grammar/masks/words.py). */
-static PyObject *put(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 4) { PyErr_SetString(PyExc_TypeError, "put(rows, row, pairs, base)"); return NULL; }
+ * pairs (position, value) of `pairs` written over it: a SparseWords mask (grammar/masks/words.py).
+ * With `or_`: rows[row] |= base (None: nothing) and each pair's value at its position instead (or_put). */
+static PyObject *put_row(PyObject *const *args, Py_ssize_t nargs, int or_, const char *usage) {
+    if (nargs != 4) { PyErr_SetString(PyExc_TypeError, usage); return NULL; }
     const Py_ssize_t row = PyLong_AsSsize_t(args[1]);
     if (row == -1 && PyErr_Occurred()) return NULL;
     Py_buffer r, p, b = {0};
@@ -1390,23 +1468,42 @@ static PyObject *put(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     }
     PyObject *result = NULL;
     if (r.ndim != 2 || r.itemsize != 4 || row < 0 || row >= r.shape[0] || p.len % 8 || (has_base && b.len != r.shape[1] * 4)) {
-        PyErr_SetString(PyExc_ValueError, "put: rows must be int32 [n, num_words], row in range, base int32 [num_words]");
+        PyErr_Format(PyExc_ValueError, "%s: rows must be int32 [n, num_words], row in range, base int32 [num_words]", usage);
         goto done;
     }
     const Py_ssize_t n = r.shape[1];
     int32_t *out = (int32_t *)r.buf + row * n;
     const int32_t *pairs = p.buf;
     for (Py_ssize_t k = 0; k < p.len / 8; k++)
-        if (pairs[2 * k] < 0 || pairs[2 * k] >= n) { PyErr_SetString(PyExc_IndexError, "put: word out of range"); goto done; }
-    if (has_base) memcpy(out, b.buf, n * 4);
-    else memset(out, 0, n * 4);
-    for (Py_ssize_t k = 0; k < p.len / 8; k++) out[pairs[2 * k]] = pairs[2 * k + 1];
+        if (pairs[2 * k] < 0 || pairs[2 * k] >= n) { PyErr_Format(PyExc_IndexError, "%s: word out of range", usage); goto done; }
+    if (or_) {
+        if (has_base) {
+            const int32_t *in = b.buf;
+            for (Py_ssize_t i = 0; i < n; i++) out[i] |= in[i];
+        }
+        for (Py_ssize_t k = 0; k < p.len / 8; k++) out[pairs[2 * k]] |= pairs[2 * k + 1];
+    } else {
+        if (has_base) memcpy(out, b.buf, n * 4);
+        else memset(out, 0, n * 4);
+        for (Py_ssize_t k = 0; k < p.len / 8; k++) out[pairs[2 * k]] = pairs[2 * k + 1];
+    }
     result = Py_NewRef(Py_None);
 done:
     PyBuffer_Release(&r);
     PyBuffer_Release(&p);
     if (has_base) PyBuffer_Release(&b);
     return result;
+}
+
+static PyObject *put(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    return put_row(args, nargs, 0, "put(rows, row, pairs, base)");
+}
+
+/* or_put(rows, row, pairs, base) -> None: rows[row] |= base (None: nothing) and the pairs' words:
+ * put's OR, for the mask paths that add tokens to a row (a numpy |= there cost ~7 us cold, its
+ * ufunc machinery out of cache between two such masks; an ad-hoc timing of the last fills). */
+static PyObject *or_put(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    return put_row(args, nargs, 1, "or_put(rows, row, pairs, base)");
 }
 
 /* run(dfa, state, data, pos, stop_final) -> (state, pos): steps bytes while the state has no
@@ -1449,6 +1546,7 @@ static PyMethodDef methods[] = {
     {"resolve", (PyCFunction)(void (*)(void))resolve, METH_FASTCALL, "Escapes checked against their stacks (see the module source)."},
     {"run", run, METH_VARARGS, "Step bytes through the DFA until a branching state."},
     {"put", (PyCFunction)(void (*)(void))put, METH_FASTCALL, "Write a sparse mask into a bitmask row (see the module source)."},
+    {"or_put", (PyCFunction)(void (*)(void))or_put, METH_FASTCALL, "OR a sparse mask into a bitmask row (see the module source)."},
     {"sparse", (PyCFunction)(void (*)(void))sparse, METH_FASTCALL, "The few non-zero words of a mask, or None (see the module source)."},
     {NULL, NULL, 0, NULL},
 };

@@ -38,6 +38,8 @@ class TokenIndex:
         self.slices = SliceSet(self.trie, vocab.num_words)
         self.slice_list = self.slices.slice_list  # (read by the C walk as `vocab.slice_list`)
         self.tables = self._walk_tables()
+        # EOS as the walk's (position, value) pairs, OR-ed into a complete state's mask by `or_put`
+        self.eos_pairs: bytes = walk.sparse(vocab.eos_words, vocab.num_words)
 
     def _walk_tables(self) -> object:
         """The vocabulary's arrays as the walk holds them."""

@@ -18,7 +18,7 @@ from grammar.automaton.constants import FLAG_CALLS, FLAG_FINAL
 from grammar.automaton.dfa import LazyDfa
 from grammar.automaton.pda import States, expand
 from grammar.masks.index import TokenIndex
-from grammar.masks.words import Words, kept, or_into, scratch, write_row
+from grammar.masks.words import Words, kept, or_into, scratch, scratch_rows, write_row
 
 STOP = FLAG_CALLS | FLAG_FINAL  # a call, a return or (empty stack) EOS: a configuration's general path
 Key = tuple[int, bool]  # (DFA state, whether the stack is non-empty), as the state mask cache keys it
@@ -40,8 +40,14 @@ class StateMask:
 
 
 def slice_base(dfa: LazyDfa, index: TokenIndex, d: int) -> np.ndarray | None:
-    """The words of the slice that state d absorbs (what its walk started from), if any."""
+    """The words of the slice that state d absorbs (what its walk started from), if any; for a
+    state closed on string text, the text slice's (its walk takes them whole: an open object's
+    key, whose mask, all text tokens and a few more, was otherwise kept as a dense copy after two
+    failed sparse scans)."""
     sl = dfa.slice_of.item(d)
+    text = index.slices.utf8_text_slice
+    if sl != text and dfa.closed_known(d):
+        return index.slice_list[text].words
     return index.slice_list[sl].words_upto(dfa.absorb.item(d)) if sl >= 0 else None
 
 
@@ -70,7 +76,8 @@ def compute_mask(dfa: LazyDfa, index: TokenIndex, configs: States, cache: dict[K
             sm = cache.get((d, bool(stack))) or state_mask(dfa, index, d, bool(stack), cache)
             if sm.stack_free():
                 return sm.words
-    words = scratch(index.vocab.num_words, 1)
+    words, out = scratch(index.vocab.num_words, 1), scratch_rows(index.vocab.num_words, 1)
+    walk = index.walk
     one = len(configs) == 1 and not dfa.flags.item(next(iter(configs))[1]) & STOP  # nothing to expand
     expanded = configs if one else expand(dfa, configs)
     items: list[tuple[tuple[int, ...], bytes]] = []  # (stack, escapes) for the walk's resolve
@@ -78,21 +85,21 @@ def compute_mask(dfa: LazyDfa, index: TokenIndex, configs: States, cache: dict[K
     if len(expanded) == 1:
         ((stack, d),) = expanded
         sm = state_mask(dfa, index, d, bool(stack), cache)
-        write_row(sm.words, words[None], 0)
+        write_row(sm.words, out, 0)
         base = sm.words if type(sm.words) is np.ndarray else None
         items = [(stack, sm.escapes)] if sm.escapes else []
     else:
-        words.fill(0)
+        walk.put(out, 0, b"", None)
         for stack, d in expanded:
             sm = state_mask(dfa, index, d, bool(stack), cache)
-            or_into(words, sm.words)
+            or_into(out, 0, sm.words, walk.or_put)
             if sm.escapes:
                 items.append((stack, sm.escapes))
     if items:
-        index.walk.resolve(index.tables, dfa, items, words)
+        walk.resolve(index.tables, dfa, items, words)
     if any(not stack and dfa.is_final.item(d) for stack, d in expanded):  # pda.is_complete
-        words |= index.vocab.eos_words
-    return kept(words, base, index.walk.sparse, index.walk.put)
+        walk.or_put(out, 0, index.eos_pairs, None)
+    return kept(words, base, walk.sparse, walk.put)
 
 
 def fill_single(dfa: LazyDfa, index: TokenIndex, configs: States, cache: dict[Key, StateMask],
@@ -101,12 +108,18 @@ def fill_single(dfa: LazyDfa, index: TokenIndex, configs: States, cache: dict[Ke
     rows[row] (a new state's walk copies it there itself); None, writing nothing, for any other
     case. The common mask miss, kept to as few Python calls as possible: a new state's walk
     with escapes has them resolved against this configuration's stack in the walk's own buffer
-    (its state mask is then not kept: another stack would walk it again, which is rare)."""
+    (its state mask is then not kept: another stack would walk it again, which is rare).
+    A final state under an empty stack (the output may end: its state mask and EOS) takes this
+    path too: every request's last mask, which the general path made in 15-40 us cold."""
     if len(configs) != 1:
         return None
     ((stack, d),) = configs
-    if dfa.flags.item(d) & STOP:
-        return None
+    flags = dfa.flags.item(d)
+    if flags & STOP:
+        if flags != FLAG_FINAL or stack:  # a call, or a return: the general path
+            return None
+        sm = cache.get((d, False)) or state_mask(dfa, index, d, False, cache)
+        return None if sm.escapes else _fill_final(index, sm, rows, row)  # (tokens through a call further on)
     key = (d, stack != ())
     sm = cache.get(key)
     if sm is None:
@@ -117,9 +130,21 @@ def fill_single(dfa: LazyDfa, index: TokenIndex, configs: States, cache: dict[Ke
             sm = cache[key] = keep_walked(dfa, index, d, words, None)
             return sm.words
         walk.resolve(index.tables, dfa, [(stack, raw)], words)
-        rows[row] = words
+        walk.put(rows, row, b"", words)  # (rows[row] = words, in C: numpy's copy costs more on a cold path)
         return kept(words, slice_base(dfa, index, d), walk.sparse, walk.put)  # (resolve only adds tokens)
     if not sm.stack_free():
         return None
     write_row(sm.words, rows, row)
     return sm.words
+
+
+def _fill_final(index: TokenIndex, sm: StateMask, rows: np.ndarray, row: int) -> Words:
+    """The mask of a final state under an empty stack, from its stack-free state mask `sm`: those
+    tokens and EOS, also written into rows[row] (by the walk's put and or_put: numpy's |= and copy
+    cost ~10 us here cold, an ad-hoc timing of the benchmark's last fills)."""
+    n, walk = index.vocab.num_words, index.walk
+    write_row(sm.words, rows, row)
+    walk.or_put(rows, row, index.eos_pairs, None)
+    write_row(sm.words, scratch_rows(n, 1), 0)
+    walk.or_put(scratch_rows(n, 1), 0, index.eos_pairs, None)
+    return kept(scratch(n, 1), sm.words if type(sm.words) is np.ndarray else None, walk.sparse, walk.put)

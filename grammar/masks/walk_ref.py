@@ -151,13 +151,27 @@ def sparse(words: np.ndarray, limit: int, base: np.ndarray | None = None) -> byt
 
 def put(rows: np.ndarray, row: int, pairs: bytes, base: np.ndarray | None) -> None:
     """rows[row] = base (None: zero) with the (position, value) pairs written over it."""
-    if rows.ndim != 2 or not 0 <= row < rows.shape[0] or len(pairs) % 8 or (base is not None and len(base) != rows.shape[1]):
-        raise ValueError("put: rows must be int32 [n, num_words], row in range, base int32 [num_words]")
-    both = np.frombuffer(pairs, dtype=np.int32).reshape(-1, 2)
-    if len(both) and (both[:, 0].min() < 0 or both[:, 0].max() >= rows.shape[1]):
-        raise IndexError("put: word out of range")
+    both = _put_pairs("put", rows, row, pairs, base)
     rows[row] = 0 if base is None else base
     rows[row, both[:, 0]] = both[:, 1]
+
+
+def or_put(rows: np.ndarray, row: int, pairs: bytes, base: np.ndarray | None) -> None:
+    """rows[row] |= base (None: nothing) and each (position, value) pair's value at its position."""
+    both = _put_pairs("or_put", rows, row, pairs, base)
+    if base is not None:
+        rows[row] |= base
+    np.bitwise_or.at(rows[row], both[:, 0], both[:, 1])
+
+
+def _put_pairs(name: str, rows: np.ndarray, row: int, pairs: bytes, base: np.ndarray | None) -> np.ndarray:
+    """The pairs of put / or_put as int32 [k, 2], after checking the arguments as the C walk does."""
+    if rows.ndim != 2 or not 0 <= row < rows.shape[0] or len(pairs) % 8 or (base is not None and len(base) != rows.shape[1]):
+        raise ValueError(f"{name}: rows must be int32 [n, num_words], row in range, base int32 [num_words]")
+    both = np.frombuffer(pairs, dtype=np.int32).reshape(-1, 2)
+    if len(both) and (both[:, 0].min() < 0 or both[:, 0].max() >= rows.shape[1]):
+        raise IndexError(f"{name}: word out of range")
+    return both
 
 
 # ---- the numpy walk ----

@@ -83,15 +83,13 @@ def write_row(words: Words, rows: np.ndarray, row: int) -> None:
         rows[row] = words
 
 
-def or_into(out: np.ndarray, words: Words) -> None:
-    """out |= the mask (a SparseWords written whole into a scratch row by its C `put`, then OR-ed:
-    a third of the time of numpy's scattered OR at its word positions)."""
+def or_into(rows: np.ndarray, row: int, words: Words, or_put: Put) -> None:
+    """rows[row] |= the mask, by the walk's `or_put` (one C call: numpy's |= cost several times
+    as much on a mask path's first use, its machinery out of cache)."""
     if type(words) is SparseWords:
-        row = scratch(len(out), 2)
-        words.write(row[None], 0)
-        out |= row
+        or_put(rows, row, words.pairs, words.base)
     else:
-        out |= words
+        or_put(rows, row, b"", words)
 
 
 _local = threading.local()  # per thread: reused walk buffers
@@ -99,12 +97,22 @@ _local = threading.local()  # per thread: reused walk buffers
 
 def scratch(num_words: int, slot: int = 0) -> np.ndarray:
     """This thread's reused int32 [num_words] buffer for walks (its pages faulted in once);
-    slot 1 for the general mask path, whose state masks' walks use slot 0 meanwhile; slot 2 for
-    `or_into`."""
+    slot 1 for the general mask path, whose state masks' walks use slot 0 meanwhile."""
+    return _buffers(num_words, slot)[0]
+
+
+def scratch_rows(num_words: int, slot: int = 0) -> np.ndarray:
+    """scratch(num_words, slot) as int32 [1, num_words] (the same memory), for the walk's `put`
+    and `or_put`, which write rows."""
+    return _buffers(num_words, slot)[1]
+
+
+def _buffers(num_words: int, slot: int) -> tuple[np.ndarray, np.ndarray]:
     by_size = getattr(_local, "by_size", None)
     if by_size is None:
         by_size = _local.by_size = {}
-    buf = by_size.get((num_words, slot))
-    if buf is None:
-        buf = by_size[(num_words, slot)] = np.zeros(num_words, dtype=np.int32)
-    return buf
+    bufs = by_size.get((num_words, slot))
+    if bufs is None:
+        rows = np.zeros((1, num_words), dtype=np.int32)
+        bufs = by_size[(num_words, slot)] = (rows[0], rows)
+    return bufs

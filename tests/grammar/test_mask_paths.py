@@ -12,6 +12,7 @@ import pytest
 
 import grammar
 import grammar.masks.rest_trie as rest_trie
+from grammar.automaton.constants import FLAG_FINAL
 from grammar.compiled import CompiledGrammar
 from grammar.frontends.json_schema import compile_schema_to_grammar
 from grammar.frontends.lark import lark_to_grammar
@@ -19,8 +20,8 @@ from grammar.frontends.regex import regex_to_node
 from grammar.ir import Grammar
 from grammar.masks import walk_ref
 from grammar.masks.index import MAX_RUN, TokenIndex, c_walk
-from grammar.masks.state_masks import compute_mask
-from grammar.masks.words import dense, kept, or_into, write_row
+from grammar.masks.state_masks import compute_mask, slice_base
+from grammar.masks.words import SparseWords, dense, kept, or_into, write_row
 
 needs_c = pytest.mark.skipif(c_walk is None, reason="C extension grammar.masks._walk not built")
 
@@ -174,6 +175,40 @@ def test_a_new_walk_with_escapes_is_resolved_in_its_own_buffer(seed):
     assert resolved >= 3  # the path ran
 
 
+def test_a_final_state_under_an_empty_stack_takes_the_single_path(monkeypatch):
+    """A configuration whose state may end the output and calls nothing, under an empty stack (a
+    top-level number that may go on, a closed top-level value: every request's last mask), is
+    filled by fill_single: its state mask and EOS, written into the row, equal to brute force,
+    without the general path. One whose walk has escapes (a token that passes a call further on)
+    is left to the general path, with the same bits."""
+    vocab = _random_vocab(8)
+    general = []
+    real = grammar.compiled.compute_mask
+    monkeypatch.setattr(grammar.compiled, "compute_mask", lambda dfa, index, configs, cache: general.append(configs)
+                        or real(dfa, index, configs, cache))
+    cases = [(compile_schema_to_grammar({"type": "integer"}, "compact"), b"1", False),
+             (compile_schema_to_grammar({"type": "number"}, "compact"), b"-1.5", False),
+             (compile_schema_to_grammar({"type": "array", "items": {"type": "integer"}}, "compact"), b"[1]", False),
+             (compile_schema_to_grammar({"type": "object"}, "flexible"), b'{"a":1}', False),
+             (lark_to_grammar('start: "a" ("z" item)?\nitem: "b" item?'), b"a", True)]
+    for ir, data, escapes in cases:
+        g = grammar.compiler_for(vocab).compile(ir, deferred=True)
+        g.end_precompute()
+        m = g.matcher()
+        assert m.accept_bytes(data)
+        ((stack, d),) = m.state
+        assert stack == () and g.dfa.flags[d] == FLAG_FINAL, data
+        general.clear()
+        bitmask = grammar.allocate_bitmask(3, vocab)
+        m.fill_bitmask(bitmask, 1)
+        row = bitmask[1].numpy().copy()
+        want = _brute(g, m.state)
+        assert _bits(row, vocab) == want and set(vocab.eos_token_ids) <= want, data
+        assert (row == g.mask(m.state)).all() and (bitmask[[0, 2]] == -1).all()
+        assert bool(g._state_masks[(d, False)].escapes) == escapes, data
+        assert general == ([m.state] if escapes else []), data
+
+
 def _fill(m: grammar.Matcher):
     bitmask = grammar.allocate_bitmask(1, m.grammar.vocab)
     m.fill_bitmask(bitmask, 0)
@@ -318,6 +353,67 @@ def test_tokens_across_several_returns_match_brute_force(monkeypatch):
 
 
 @needs_c
+def test_resolve_keeps_its_memory_between_calls_and_grammars():
+    """resolve() keeps its maps, and the calling states' pairs of the last LazyDfa it resolved
+    against, from one call to the next (grammar/masks/_walk.c kept_resolver): resolutions
+    interleaved between grammars, after refused calls, and one made inside another's call of the
+    LazyDfa's Python `calls` (with memory of its own then) all give brute force's bits."""
+    vocab = _random_vocab(5)
+    index = _index(vocab)
+    tables, n = index.tables, vocab.num_words
+    rng = random.Random(0)
+
+    def cases_of(g):
+        out = []
+        for state in _random_walks_match_brute_force(g, rng, 4, 10):
+            for stack, d in state:
+                if g.dfa.flags[d]:  # (a call or a return at d itself: compute_mask's expansion)
+                    continue
+                raw = c_walk.mask(tables, g.dfa, index, d, bool(stack), np.zeros(n, np.int32))
+                if raw:
+                    out.append((g, stack, d))
+        return out
+
+    def resolved(g, stack, d):
+        words = np.zeros(n, np.int32)
+        raw = c_walk.mask(tables, g.dfa, index, d, bool(stack), words)
+        c_walk.resolve(tables, g.dfa, [(stack, raw)], words)
+        return _bits(words, vocab) | (set(vocab.eos_token_ids) if g.is_complete(frozenset(((stack, d),))) else set())
+
+    irs = [compile_schema_to_grammar(s, "compact") for s in SCHEMAS] + [lark_to_grammar(LARK)]
+    grammars = [_compile(ir, vocab) for ir in irs]
+    cases = [c for g in grammars for c in cases_of(g)]
+    assert len({id(g) for g, _, _ in cases}) >= 3 and len(cases) > 20
+    want = [_brute(g, frozenset(((stack, d),))) for g, stack, d in cases]
+    bad = np.array([1, 0, tables.all_nodes], np.int32).tobytes()
+    for i, a in enumerate(cases):  # each case right after each other one (the kept calls are the last grammar's)
+        for j, b in enumerate(cases):
+            assert resolved(*a) == want[i]
+            if (i + j) % 11 == 3:  # a refused call in between (a trie node out of range) leaves nothing behind
+                with pytest.raises(IndexError):
+                    c_walk.resolve(tables, a[0].dfa, [((), bad)], np.zeros(n, np.int32))
+            assert resolved(*b) == want[j], (i, j)
+    # a fresh grammar's first resolve asks its LazyDfa for calls: another resolve made meanwhile
+    outer = _compile(lark_to_grammar(LARK), vocab)
+    nested = []
+    inner = cases[0]
+    real_calls = outer.dfa.calls
+
+    def calls(d):
+        nested.append(resolved(*inner) == _brute(inner[0], frozenset(((inner[1], inner[2]),))))
+        return real_calls(d)
+
+    outer_cases = cases_of(outer)
+    assert outer_cases
+    outer.dfa.calls = calls
+    outer.dfa._calls.clear()  # (the walks above asked already)
+    resolved(*cases[1])  # another LazyDfa's: the kept calls are forgotten
+    for g, stack, d in outer_cases:
+        assert resolved(g, stack, d) == _brute(g, frozenset(((stack, d),)))
+    assert nested and all(nested)
+
+
+@needs_c
 @pytest.mark.parametrize("seed", [5, 6])
 def test_rest_tries_match_brute_force(seed, monkeypatch):
     """String states walk the text slice's rest tries (tokens by what follows their longest run
@@ -379,23 +475,33 @@ def test_states_closed_on_text_take_the_text_tokens_whole(seed, monkeypatch):
     text_tokens = [t for t in range(len(vocab.token_bytes)) if (int(text.words[t >> 5]) >> (t & 31)) & 1]
     rng = random.Random(seed)
     closed, walked = set(), set()
-    for schema, key_start_closed in (
+    for k, (schema, key_start_closed) in enumerate((
             ({"type": "object", "properties": {"alpha": {"type": "integer"}, "beta": {"type": "string"}}}, True),
             ({"type": "object", "properties": {"alpha": {"type": "integer"}}, "additionalProperties": False}, False),
             ({"type": "object", "properties": {"zé": {"type": "integer"}}}, False),
             ({"type": "array", "items": {"type": "string", "pattern": "ab"}}, None),
-            ({"type": "array", "items": {"type": "string", "maxLength": 3}}, None)):
+            ({"type": "array", "items": {"type": "string", "maxLength": 3}}, None))):
         g = _compile(compile_schema_to_grammar(schema, "compact", False), vocab)
+        if k == 0:
+            g_open = g
         if key_start_closed is not None:
             key_start = g.advance(g.initial, b'{"')
             assert g.dfa.text_closed(next(iter(key_start))[1]) == key_start_closed, schema
         for state in _random_walks_match_brute_force(g, rng, 8, 12):
             for _, d in state:
-                walked.add((id(g), d))
+                walked.add((k, d))  # (by schema: a freed grammar's id may be the next one's)
                 if g.dfa.text_closed(d):
-                    closed.add((id(g), d))
+                    closed.add((k, d))
                     assert all(g.advance(frozenset((((), d),)), vocab.token_bytes[t]) for t in text_tokens), d
     assert 5 < len(closed) < len(walked)
+    # a closed state's mask (all text tokens, a few more) is kept apart from the text slice's words
+    # (grammar/masks/state_masks.py slice_base), which it holds whole
+    on_text = [(d, sm) for (d, _), sm in g_open._state_masks.items() if g_open.dfa.closed_known(d)]
+    assert on_text
+    for d, sm in on_text:
+        assert slice_base(g_open.dfa, index, d) is text.words
+        assert ((dense(sm.words) & text.words) == text.words).all()
+        assert type(sm.words) is not SparseWords or sm.words.base is text.words
 
 
 @needs_c
@@ -471,12 +577,12 @@ def test_kept_masks_read_back_as_walked():
         rows = np.full((3, 300), 7, np.int32)
         write_row(k, rows, 1)
         assert (rows[1] == words).all() and (rows[[0, 2]] == 7).all()
-        acc = np.zeros(300, np.int32)
-        acc[5] = 1 << 4
-        or_into(acc, k)
+        acc = np.zeros((2, 300), np.int32)
+        acc[1, 5] = 1 << 4
+        or_into(acc, 1, k, c_walk.or_put)
         want = words.copy()
         want[5] |= 1 << 4
-        assert (acc == want).all()
+        assert (acc[1] == want).all() and not acc[0].any()
     assert kept(np.arange(300, dtype=np.int32), None, c_walk.sparse, c_walk.put).__class__ is np.ndarray  # too many: dense
 
 

@@ -130,6 +130,37 @@ def test_sparse_and_put_match():
 
 
 @needs_c
+def test_or_put_matches():
+    """or_put ORs a base (or nothing) and (position, value) pairs, repeats included, into one row,
+    leaving the others; a word past the row or a short base is refused as put refuses it."""
+    rng = np.random.default_rng(2)
+    for trial in range(40):
+        n = int(rng.integers(1, 300))
+        start = rng.integers(-2**31, 2**31, (3, n), dtype=np.int64).astype(np.int32)
+        base = rng.integers(-2**31, 2**31, n, dtype=np.int64).astype(np.int32) if trial % 2 else None
+        pos = rng.integers(0, n, int(rng.integers(0, 12)))
+        val = rng.integers(-2**31, 2**31, len(pos), dtype=np.int64).astype(np.int32)
+        pairs = np.stack([pos.astype(np.int32), val], axis=1).astype(np.int32).tobytes()
+        want = start.copy()
+        if base is not None:
+            want[1] |= base
+        for p, v in zip(pos, val):
+            want[1, p] |= v
+        for walk in (c_walk, walk_ref):
+            rows = start.copy()
+            walk.or_put(rows, 1, pairs, base)
+            assert (rows == want).all(), (trial, walk.__name__)
+    for walk in (c_walk, walk_ref):
+        rows = np.zeros((2, 4), np.int32)
+        with pytest.raises(IndexError):
+            walk.or_put(rows, 0, np.array([4, 1], np.int32).tobytes(), None)
+        with pytest.raises(ValueError):
+            walk.or_put(rows, 2, b"", None)
+        with pytest.raises(ValueError):
+            walk.or_put(rows, 0, b"", np.zeros(5, np.int32))
+
+
+@needs_c
 def test_sparse_matches_on_long_masks_at_its_limits():
     """sparse() scans blocks of 16 words at once: long masks with a short last block, the
     number of differing words at, under and over the limit (the stack buffer and the heap
