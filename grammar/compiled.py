@@ -26,14 +26,18 @@ MAX_ABSORB = MAX_RUN
 # most schemas (dev sample: p50 ~360 rows, ~0.3 ms), so that first walks build no rows and find
 # them in cache (benchmarks/grammar.py --limit 100 --engines ours, idle, A/B by a temporary switch:
 # mask p99 64-65 -> 41-43 us back to back, compile p50 +0.3 ms); a larger DFA gets the rows nearest
-# its start within the budget.
+# its start within the budget. The budget only binds on large schemas (1,000+ states), whose first
+# fills otherwise built rows cold (most of the 100 slowest fills, an ad-hoc listing): 1.5 -> 3 ms,
+# with CLOSE_BUDGET_S 0.3 -> 0.6 ms, took fills over 21 us from 310 to ~230 of 19,653 and mask p99
+# 25.1 -> 21.9 us (6 and 1 ms, about the same as 3 and 0.6), compile p50 and p90 unchanged, p99
+# 7.0 -> 11.5 ms (ad-hoc in-process A/B, /tmp/p19/ab.py, fresh compiles alternating per schema).
 WARM_ROWS = 1 << 16
-WARM_BUDGET_S = 0.0015
+WARM_BUDGET_S = 0.003
 # Then which states are closed on string text (LazyDfa.close_text: dev sample p50 44 us, p90 0.23 ms),
 # so that a key start's first walk does not search its key trie first (15-80 us); mask p99 back to
 # back 1.01-1.08x -> 0.83-1.04x xgrammar's, three pairs of benchmarks/grammar.py --limit 100
 # --engines ours,xgrammar runs (A/B by a temporary switch).
-CLOSE_BUDGET_S = 0.0003
+CLOSE_BUDGET_S = 0.0006
 # State masks made ahead of use, likeliest first outward from the start (grammar/masks/precompute.py):
 # the first steps' masks are then cache hits; about 100-150 states (~15 us each) fit the budget:
 # on the dev schemas 100 states leave 40% of the masks to be made on use, none 60% (mask p50 ~3x).

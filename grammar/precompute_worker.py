@@ -6,8 +6,12 @@ import threading
 import time
 from collections import deque
 
-from grammar.compiled import PRECOMPUTE_BUDGET_S, WARM_BUDGET_S, CompiledGrammar
+from grammar.compiled import PRECOMPUTE_BUDGET_S, CompiledGrammar
 
+# A grammar's masks made on this thread: this much of its CPU time (the eager compile's row warm-up
+# budget as it was when this was set, 1.5 ms, and its precompute budget: the rows are built at
+# compile either way, so all of it goes to masks).
+WORKER_BUDGET_S = 0.0015 + PRECOMPUTE_BUDGET_S
 IDLE_EXIT_S = 2.0  # the thread ends after this long with nothing to do (started again on the next submit)
 # At most this many grammars wait (while other threads keep the GIL busy, few steps are made): a
 # submit past it ends the oldest waiting one's precompute (its masks are made on use).
@@ -39,9 +43,8 @@ GIVE_UP_BUSY_S = 2.0
 
 class PrecomputeWorker:
     """Makes the masks of deferred grammars (CompiledGrammar(deferred=True)) on one thread of its
-    own, newest grammar first, each until its budget of this thread's CPU time is spent (the
-    eager compile's row warm-up and precompute budgets together: the rows are built at compile
-    either way, so all of it goes to masks).
+    own, newest grammar first, each until its budget of this thread's CPU time is spent
+    (WORKER_BUDGET_S).
 
     Owned by a Compiler (grammar/compiler.py), which submits a grammar once its first mask is made.
     One state at a time under the grammar's lock, the GIL handed back every ~50 us of work by a
@@ -50,7 +53,7 @@ class PrecomputeWorker:
     makes none and backs off (see BUSY_SHARE).
     """
 
-    def __init__(self, budget_s: float = WARM_BUDGET_S + PRECOMPUTE_BUDGET_S) -> None:
+    def __init__(self, budget_s: float = WORKER_BUDGET_S) -> None:
         self.budget_s = budget_s
         self._todo: deque[CompiledGrammar] = deque()
         self._lock = threading.Lock()
