@@ -38,6 +38,11 @@ WARM_BUDGET_S = 0.003
 # back 1.01-1.08x -> 0.83-1.04x xgrammar's, three pairs of benchmarks/grammar.py --limit 100
 # --engines ours,xgrammar runs (A/B by a temporary switch).
 CLOSE_BUDGET_S = 0.0006
+# Then the UTF-8 rows of strings' states (LazyDfa.upgrade_text: dev sample ~30 us a schema), which
+# a string state's first walk otherwise made, 10-25 new states cold (a quarter of the 100 slowest
+# fills): fills over 21 us 207 -> 138 of 19,653 and mask p99 21.2 -> 18.8 us in an ad-hoc
+# in-process A/B (/tmp/p19/ab.py, with a Python prototype of the same loop).
+UTF8_BUDGET_S = 0.0003
 # State masks made ahead of use, likeliest first outward from the start (grammar/masks/precompute.py):
 # the first steps' masks are then cache hits; about 100-150 states (~15 us each) fit the budget:
 # on the dev schemas 100 states leave 40% of the masks to be made on use, none 60% (mask p50 ~3x).
@@ -77,6 +82,7 @@ class CompiledGrammar:
         self.dfa.set_utf8(ASCII_TEXT_SLICE, slices.utf8_text_slice, True)
         self.warmed = self.dfa.warm(WARM_ROWS, WARM_BUDGET_S)
         self.dfa.close_text(CLOSE_BUDGET_S)
+        self.dfa.upgrade_text(UTF8_BUDGET_S)
         self.initial: States = frozenset((((), self.dfa.rule_start[0]),))
         self.lock = threading.RLock()
         self._state_masks: dict[Key, StateMask] = {}

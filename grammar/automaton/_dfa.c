@@ -902,6 +902,32 @@ static PyObject *py_close_text(Builder *b, PyObject *args) {
     return PyLong_FromLong(closed);
 }
 
+/* upgrade_text(dfa, budget_s) -> states widened: upgrade() of every state made before the call
+ * whose row is built and takes the ASCII text bytes 'a', ' ', '~' and '0' to one live state (a
+ * string's body, a step of a bounded run), until budget_s seconds passed (the clock read before
+ * every 16 states), so that the UTF-8 rows of a string's states are made at compile, not by the
+ * first walk that starts there (see LazyDfa.upgrade_text). */
+static PyObject *py_upgrade_text(Builder *b, PyObject *args) {
+    PyObject *dfa;
+    double budget;
+    if (!PyArg_ParseTuple(args, "Od", &dfa, &budget)) return NULL;
+    if (ensure_bound(b, dfa) < 0) return NULL;
+    const double end = now_s() + budget;
+    const Py_ssize_t n = b->num_states;
+    long widened = 0;
+    for (Py_ssize_t d = 0; d < n; d++) {
+        if (d % 16 == 0 && now_s() > end) break;
+        const int32_t *row = TRANS(b) + d * 256;  /* (again each time: an upgrade may grow the tables) */
+        if (row[0] == UNKNOWN) continue;
+        const int32_t t = row['a'];
+        if (t < 0 || row[' '] != t || row['~'] != t || row['0'] != t) continue;
+        int32_t sid;
+        if (upgrade(b, (int32_t)d, &sid) < 0) return NULL;
+        widened += b->utf8_ascii >= 0 && sid == b->utf8_text;
+    }
+    return PyLong_FromLong(widened);
+}
+
 static PyObject *py_prepare(Builder *b, PyObject *args) {
     PyObject *dfa;
     long d;
@@ -1137,6 +1163,7 @@ static PyMethodDef builder_methods[] = {
     {"nfa_states", (PyCFunction)py_nfa_states, METH_VARARGS, "nfa_states(d) -> sorted tuple of NFA states."},
     {"utf8_to", (PyCFunction)py_utf8_to, METH_VARARGS, "utf8_to(dfa, d, target, sequences) -> bool."},
     {"close_text", (PyCFunction)py_close_text, METH_VARARGS, "close_text(dfa, budget_s) -> states closed on text, in state order."},
+    {"upgrade_text", (PyCFunction)py_upgrade_text, METH_VARARGS, "upgrade_text(dfa, budget_s) -> string states widened to UTF-8 text, in state order."},
     {"text_closed", (PyCFunction)py_text_closed, METH_VARARGS, "text_closed(dfa, d) -> bool: every string-text token lives from d."},
     {"closed_known", (PyCFunction)py_closed_known, METH_O, "closed_known(d) -> bool: d is known closed on text, without a search."},
     {"upgrade_to_utf8", (PyCFunction)py_upgrade, METH_VARARGS, "upgrade_to_utf8(dfa, d) -> slice id."},

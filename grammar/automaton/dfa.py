@@ -143,6 +143,13 @@ class LazyDfa:
         trie, 15-80 us); returns how many states are closed."""
         return self.builder.close_text(self, budget_s)
 
+    def upgrade_text(self, budget_s: float) -> int:
+        """upgrade_to_utf8 of the states of strings (those whose built row takes a few ASCII text
+        bytes to one live state: a string's body, a step of a bounded run), in state order, within
+        about `budget_s` seconds (at compile, after `warm`: their UTF-8 rows, ~10-25 states each,
+        are then not made by the first walk that starts there); returns how many were widened."""
+        return self.builder.upgrade_text(self, budget_s)
+
     def dominant_target(self, d: int) -> int | None:
         """The state that at least MIN_DOMINANT_BYTES bytes lead to from d, if any."""
         if self.trans[d, 0] == UNKNOWN:

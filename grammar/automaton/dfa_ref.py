@@ -460,6 +460,25 @@ class Builder:
             d += 1
         return closed
 
+    def upgrade_text(self, dfa: Any, budget_s: float) -> int:
+        """upgrade_to_utf8 of every state made before the call whose row is built and takes the
+        ASCII text bytes 'a', ' ', '~' and '0' to one live state (a string's body, a step of a
+        bounded run), until `budget_s` passed (the clock read before every 16 states, as in C);
+        returns how many were widened to the text slice."""
+        self._bound(dfa)
+        end = time.perf_counter() + budget_s
+        widened = 0
+        text_id = self._utf8[1] if self._utf8[0] >= 0 else None
+        for d in range(len(self.sets)):
+            if d % 16 == 0 and time.perf_counter() > end:
+                break
+            row = self.dfa.trans[d]  # (again each time: an upgrade may grow the tables)
+            t = int(row[ord("a")])
+            if row[0] == UNKNOWN or t < 0 or row[ord(" ")] != t or row[ord("~")] != t or row[ord("0")] != t:
+                continue
+            widened += self.upgrade_to_utf8(dfa, d) == text_id
+        return widened
+
     def utf8_to(self, dfa: Any, d: int, target: int, seqs: Seqs) -> bool:
         """True when every sequence of byte ranges leads from d to `target` alone (uncached)."""
         self._check(d)

@@ -144,6 +144,38 @@ def test_states_closed_on_text_are_the_same_in_both_builders(bench_rows):
 
 
 @needs_dfa_c
+def test_strings_widened_at_compile_are_the_same_in_both_builders(bench_rows):
+    """upgrade_text widens the states of strings (a body, a bounded run's steps) to UTF-8 text in
+    C as in Python, state for state, making the same new states in the same order; a state it
+    widened is one upgrade_to_utf8 (the walk's) finds widened, and asking again builds nothing."""
+    vocab = byte_vocab()
+    text = grammar.compiler_for(vocab).index.slices.utf8_text_slice
+    widened = 0
+    for row in bench_rows[:25]:
+        try:
+            g = compile_schema_to_grammar(row["schema"], "compact", False)
+        except grammar.GrammarError:
+            continue
+        py, c = _pair(g, vocab)
+        for dfa in (py, c):
+            dfa.set_utf8(ASCII_TEXT_SLICE, text, True)
+            dfa.warm(1 << 16, float("inf"))
+        before = py.num_states
+        assert c.num_states == before
+        got = c.upgrade_text(float("inf"))
+        assert py.upgrade_text(float("inf")) == got
+        assert py.num_states == c.num_states
+        assert py.slice_of.tolist() == c.slice_of.tolist()
+        for d in range(before):
+            if c.slice_of[d] == text:
+                n = c.num_states
+                assert c.upgrade_to_utf8(d) == text and c.num_states == n, d
+        widened += got
+        _compare(py, c, max_states=400)
+    assert widened > 20
+
+
+@needs_dfa_c
 def test_a_closure_search_too_long_gives_up_once():
     """A text-closed component larger than the search's limits (a string holding 4,200 `a`s in a
     row: a DFA state per count, each row costly to build) is answered "not closed" after a bounded

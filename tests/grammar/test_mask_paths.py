@@ -209,6 +209,29 @@ def test_a_final_state_under_an_empty_stack_takes_the_single_path(monkeypatch):
         assert general == ([m.state] if escapes else []), data
 
 
+@pytest.mark.parametrize("budget", [0.0, 1.0])
+def test_a_strings_utf8_rows_are_made_at_compile(budget, monkeypatch):
+    """A compile widens its strings' states to UTF-8 text (LazyDfa.upgrade_text within
+    UTF8_BUDGET_S): inside a string (a body, a bounded run's step) the state's slice is the text
+    slice before any walk, and the first walk builds no DFA states; with no budget the first walk
+    widens it (as before). Masks equal brute force either way."""
+    monkeypatch.setattr(grammar.compiled, "UTF8_BUDGET_S", budget)
+    vocab = _random_vocab(9)
+    schema = {"type": "object", "properties": {"s": {"type": "string"}, "t": {"type": "string", "maxLength": 4}}}
+    for prefix in (b'{"s":"', b'{"t":"', b'{"t":"a'):
+        g = grammar.compiler_for(vocab).compile(compile_schema_to_grammar(schema, "compact"), deferred=True)
+        g.end_precompute()
+        m = g.matcher()
+        assert m.accept_bytes(prefix)
+        ((_, d),) = m.state
+        text = g.index.slices.utf8_text_slice
+        assert (g.dfa.slice_of[d] == text) == (budget > 0), prefix
+        before = g.dfa.num_states
+        assert _bits(_fill(m)[0].numpy(), vocab) == _brute(g, m.state)
+        assert g.dfa.slice_of[d] == text
+        assert budget == 0 or g.dfa.num_states == before
+
+
 def _fill(m: grammar.Matcher):
     bitmask = grammar.allocate_bitmask(1, m.grammar.vocab)
     m.fill_bitmask(bitmask, 0)
