@@ -26,11 +26,12 @@ MAX_ABSORB = MAX_RUN
 # most schemas (dev sample: p50 ~360 rows, ~0.3 ms), so that first walks build no rows and find
 # them in cache (benchmarks/grammar.py --limit 100 --engines ours, idle, A/B by a temporary switch:
 # mask p99 64-65 -> 41-43 us back to back, compile p50 +0.3 ms); a larger DFA gets the rows nearest
-# its start within the budget. The budget only binds on large schemas (1,000+ states), whose first
-# fills otherwise built rows cold (most of the 100 slowest fills, an ad-hoc listing): 1.5 -> 3 ms,
-# with CLOSE_BUDGET_S 0.3 -> 0.6 ms, took fills over 21 us from 310 to ~230 of 19,653 and mask p99
-# 25.1 -> 21.9 us (6 and 1 ms, about the same as 3 and 0.6), compile p50 and p90 unchanged, p99
-# 7.0 -> 11.5 ms (ad-hoc in-process A/B, /tmp/p19/ab.py, fresh compiles alternating per schema).
+# its start within the budget. The budget binds only on large schemas (1,000+ states), whose first
+# fills otherwise built rows cold (most of the 100 slowest fills, an ad-hoc listing). 1.5 -> 3 ms,
+# with CLOSE_BUDGET_S 0.3 -> 0.6 ms, in an ad-hoc in-process A/B (fresh compiles alternating per
+# schema, 85 dev schemas x 3, 19,653 fills): fills over 21 us 165 -> 157 and mask p99 19.3 -> 19.0
+# us on a quiet machine, 370 -> 291 and 29.3 -> 24.3 us on a loaded one (6 / 1 ms there; 3 / 0.6 ms
+# measured the same as 6 / 1); compile p50 and p90 unchanged, p99 7 -> 11 ms.
 WARM_ROWS = 1 << 16
 WARM_BUDGET_S = 0.003
 # Then which states are closed on string text (LazyDfa.close_text: dev sample p50 44 us, p90 0.23 ms),
@@ -40,8 +41,8 @@ WARM_BUDGET_S = 0.003
 CLOSE_BUDGET_S = 0.0006
 # Then the UTF-8 rows of strings' states (LazyDfa.upgrade_text: dev sample ~30 us a schema), which
 # a string state's first walk otherwise made, 10-25 new states cold (a quarter of the 100 slowest
-# fills): fills over 21 us 207 -> 138 of 19,653 and mask p99 21.2 -> 18.8 us in an ad-hoc
-# in-process A/B (/tmp/p19/ab.py, with a Python prototype of the same loop).
+# fills). The same A/B: fills over 21 us 207 -> 138, mask p99 21.2 -> 18.8 us (a Python prototype
+# of the loop); 379 -> 320, 27.6 -> 25.5 us, compile p50 +0.03 ms (this one, a loaded machine).
 UTF8_BUDGET_S = 0.0003
 # State masks made ahead of use, likeliest first outward from the start (grammar/masks/precompute.py):
 # the first steps' masks are then cache hits; about 100-150 states (~15 us each) fit the budget:
