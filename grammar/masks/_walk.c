@@ -1262,10 +1262,12 @@ static void resolver_free(Resolver *r) {
  * LazyDfa of the last one); NULL when in use or on error (then the caller makes its own). */
 static Resolver *kept_resolver_take(PyObject *dfa) {
     if (kept_resolver.busy) return NULL;
+    kept_resolver.busy = 1;  /* at once: making the weak reference below may run Python (a collection) */
     Resolver *r = &kept_resolver.r;
     if (!r->stacks.e && resolver_init(r) < 0) {
         PyErr_Clear();
         resolver_free(r);
+        kept_resolver.busy = 0;
         return NULL;
     }
     PyObject *last = kept_resolver.dfa_ref ? PyWeakref_GetObject(kept_resolver.dfa_ref) : NULL;
@@ -1279,7 +1281,6 @@ static Resolver *kept_resolver_take(PyObject *dfa) {
     map3_clear(&r->stacks);
     map3_clear(&r->seen);
     r->parent.len = r->top.len = r->depth.len = r->configs.len = r->todo.len = 0;
-    kept_resolver.busy = 1;
     return r;
 }
 

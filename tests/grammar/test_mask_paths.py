@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import random
+import sys
+import threading
 
 import numpy as np
 import pytest
@@ -379,8 +381,9 @@ def test_tokens_across_several_returns_match_brute_force(monkeypatch):
 def test_resolve_keeps_its_memory_between_calls_and_grammars():
     """resolve() keeps its maps, and the calling states' pairs of the last LazyDfa it resolved
     against, from one call to the next (grammar/masks/_walk.c kept_resolver): resolutions
-    interleaved between grammars, after refused calls, and one made inside another's call of the
-    LazyDfa's Python `calls` (with memory of its own then) all give brute force's bits."""
+    interleaved between grammars, after refused calls, on two threads at once, and one made inside
+    another's call of the LazyDfa's Python `calls` (with memory of its own then) all give brute
+    force's bits."""
     vocab = _random_vocab(5)
     index = _index(vocab)
     tables, n = index.tables, vocab.num_words
@@ -416,6 +419,30 @@ def test_resolve_keeps_its_memory_between_calls_and_grammars():
                 with pytest.raises(IndexError):
                     c_walk.resolve(tables, a[0].dfa, [((), bad)], np.zeros(n, np.int32))
             assert resolved(*b) == want[j], (i, j)
+    # two threads resolving at once (the GIL changes hands inside a resolve's calls of Python)
+    errors = []
+
+    def worker(order):
+        try:
+            for _ in range(3):
+                for i in order:
+                    if resolved(*cases[i]) != want[i]:
+                        errors.append(i)
+        except Exception as exc:  # noqa: BLE001 - reported by the assert below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(order,)) for order in
+               (list(range(len(cases))), list(reversed(range(len(cases)))))]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # the GIL changes hands as often as it can
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not errors
     # a fresh grammar's first resolve asks its LazyDfa for calls: another resolve made meanwhile
     outer = _compile(lark_to_grammar(LARK), vocab)
     nested = []
