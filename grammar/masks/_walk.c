@@ -749,12 +749,17 @@ static int run_chain(Dfa *d, long s, long k, int32_t *chain) {
 
 /* Whether the bounded run of s's slice (absorb characters, each to the dominant target) ends
  * where no character of the slice goes on: then a token made only of slice characters is allowed
- * exactly when it has at most `absorb` of them (the slice's words up to that many). */
-static int run_is_exact(Dfa *d, long s, long absorb, const uint8_t *set, int *exact) {
+ * exactly when it has at most `absorb` of them (the slice's words up to that many).  Not when a
+ * state of the run has a flag of `stop` (a call, or a return under a non-empty stack): a longer
+ * token may go on through it (an item of a repeat split into called blocks, one character a call:
+ * its tokens of two characters and more were dropped from the mask). */
+static int run_is_exact(Dfa *d, long s, long absorb, const uint8_t *set, uint8_t stop, int *exact) {
     *exact = 0;
     int32_t chain[MAX_RUN_CHAIN + 1];
     const int r = run_chain(d, s, absorb, chain);
     if (r <= 0) return r;
+    for (long j = 0; j <= absorb; j++)
+        if (d->t.flags[chain[j]] & stop) return 0;
     const int32_t *row = d->t.trans + (Py_ssize_t)chain[absorb] * 256;
     for (int b = 0; b < 256; b++)
         if (set[b] && row[b] >= 0) return 0;
@@ -762,9 +767,9 @@ static int run_is_exact(Dfa *d, long s, long absorb, const uint8_t *set, int *ex
     return 0;
 }
 
-/* The start of the walk from s: row and slice of s, the words its slice already gives, the
- * text first bytes (unless s itself is in string text). */
-static int walk_start(Tables *tb, Dfa *d, PyObject *vocab, long s, uint32_t *words, Start *start, Vec *ends) {
+/* The start of the walk from s (under a non-empty stack or not): row and slice of s, the words its
+ * slice already gives, the text first bytes (unless s itself is in string text). */
+static int walk_start(Tables *tb, Dfa *d, PyObject *vocab, long s, int nonempty, uint32_t *words, Start *start, Vec *ends) {
     memset(start, 0, sizeof(*start));
     if ((d->t.trans[(Py_ssize_t)s * 256] == UNKNOWN || d->t.slice_of[s] == SLICE_UNKNOWN) && dfa_build(d, s, 1) < 0)
         return -1;
@@ -776,7 +781,8 @@ static int walk_start(Tables *tb, Dfa *d, PyObject *vocab, long s, uint32_t *wor
         start->root_set = tb->slices[sl].set;
         start->root_pure = tb->slices[sl].root_pure;
         start->root_chars = tb->slices[sl].char_max;
-        if (start->absorb < UNBOUNDED && run_is_exact(d, s, start->absorb, start->root_set, &start->exact) < 0) return -1;
+        const uint8_t stop = FLAG_CALLS | (nonempty ? FLAG_FINAL : 0);
+        if (start->absorb < UNBOUNDED && run_is_exact(d, s, start->absorb, start->root_set, stop, &start->exact) < 0) return -1;
     } else {
         memset(words, 0, tb->num_words * sizeof(uint32_t));
     }
@@ -985,7 +991,7 @@ static PyObject *walk_call(Tables *tb, PyObject *dfa, PyObject *vocab, long s, i
     const int closed = closed_walk(tb, &d, s, nonempty, out.buf, &cands, ends_p, &sc);
     int rc = closed < 0 ? -1 : 0;
     if (closed > 0) goto walked;  /* the text tokens whole, the others by their bytes */
-    if (rc == 0) rc = walk_start(tb, &d, vocab, s, out.buf, &start, ends_p);
+    if (rc == 0) rc = walk_start(tb, &d, vocab, s, nonempty, out.buf, &start, ends_p);
     const int r = rc == 0 ? rest_walk(tb, &d, s, nonempty, out.buf, &cands, ends_p, &sc) : 0;
     if (r < 0) rc = -1;
     else if (r) goto walked;  /* the slice's tokens from walk_start, the others by their rests */

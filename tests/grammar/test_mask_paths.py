@@ -294,6 +294,30 @@ def test_text_shortcuts_match_brute_force(schema, prefix, utf8_runs, monkeypatch
     assert _numpy_mask(g, m.state, monkeypatch) == want
 
 
+@pytest.mark.parametrize("schema, prefixes", [
+    ({"type": "string", "maxLength": 5000}, [b'"', b'"a', '"é'.encode(), b'"ab']),
+    ({"type": "object", "properties": {"s": {"type": "string", "minLength": 3000, "maxLength": 40_000},
+                                       "t": {"type": "string", "maxLength": 3}}}, [b'{"s":"', b'{"s":"ab']),
+])
+def test_bounded_runs_that_may_return_keep_their_longer_tokens(schema, prefixes, monkeypatch):
+    """A long string is built compact (grammar/automaton/nfa.py): a character is a called rule
+    whose state after one character returns. Its run of one character is not the end of what a
+    token may hold: a token of more characters returns and goes on (the C walk took the tokens
+    below a first byte whose subtree is all string characters for dead past the run: on SmolLM2
+    every token of two characters and more was left out)."""
+    tokens = [b'"', b"a", b"ab", b"abc", b"b", b"ba", b'b"', b"x", b"xy", b'"}', b"}", b"{", b":", b",",
+              "é".encode(), "éa".encode(), b'"s', b'"t', b"s", b"t", b'"s":"']
+    vocab = grammar.Vocabulary(tokens, [len(tokens)], len(tokens) + 2)
+    g = _compile(compile_schema_to_grammar(schema, "compact"), vocab)
+    assert len(g.nfa.eps) < 60_000  # built compact
+    for prefix in prefixes:
+        m = g.matcher()
+        assert m.accept_bytes(prefix)
+        want = _brute(g, m.state)
+        assert any(len(vocab.token_bytes[t]) > 2 for t in want)
+        assert _bits(g.mask(m.state), vocab) == want == _numpy_mask(g, m.state, monkeypatch), prefix
+
+
 @needs_c
 def test_tokens_deeper_than_the_walks_stack_arrays(monkeypatch):
     """A token longer than the walk keeps on the C stack (1024 bytes): the per-depth arrays
