@@ -10,7 +10,7 @@ from typing import Any
 from grammar.automaton import nfa_ref
 from grammar.automaton.nfa_ref import node_kind
 from grammar.errors import GrammarError
-from grammar.ir import Alt, Grammar, Node, Ref, Repeat, Seq, node_size
+from grammar.ir import Alt, Grammar, Graph, Node, Ref, Repeat, Seq, node_size
 from grammar.time_limit import check_time_limit
 
 try:
@@ -26,12 +26,21 @@ HOIST_MIN_COPIES = 4     # ...when it is copied at least this many times
 BIG_RULE_SIZE = 4000     # a rule referenced from several places is called, not inlined, above this
 COMPACT_RULE_SIZE = 200  # compact: above this, a rule referenced from several places is called
 MAX_NFA_STATES = 400_000
-# A grammar whose inlined NFA would pass this many states is built compact: every repeat of
-# COMPACT_REPEAT_SIZE states or more calls its item as a rule instead of copying it (a string with
-# maxLength 32767: one state and a call per character, not a copy of the character's automaton).
+# A grammar whose inlined NFA would pass this many states is built compact: a repeat of a small item
+# is built in called blocks (COMPACT_BLOCK below), and any other repeat of COMPACT_REPEAT_SIZE states
+# or more calls its item as a rule instead of copying it.
 COMPACT_ABOVE = 150_000
 COMPACT_REPEAT_SIZE = 64
 SPLIT_ABOVE = 1024  # compact: a repeat of more copies is blocks of about sqrt(copies) copies, called
+# compact: a repeat of a small item without references (a string's character) of more than this many
+# copies is built from two called rules per item, shared by every such repeat: a block of this many
+# copies inlined, and up to one fewer; only the rest (under a block before and after) is inlined
+# where the repeat stands. A call per character instead put a call and a return inside every token
+# of the string, and each position of it was a new stack: 50-110 ms a mask on SmolLM2 (every token
+# resolved through the stack), against one walk per position of a block, kept across blocks. On the
+# 16 dev schemas with such strings (ad-hoc, SmolLM2): fill mean 5.3 ms -> 125 us at 64 copies, 61 us
+# at 128 (compile p50 51 -> 15 / 20 ms); 256 made one of them too large.
+COMPACT_BLOCK = 128
 
 
 @dataclass(slots=True)
@@ -115,6 +124,8 @@ class NfaBuilder:
         self.rule_ids: dict[str, int] = {}
         self.pending: list[str] = []
         self.hoisted: dict[int, str] = {}
+        self.blocks: dict[tuple[int, int, int], Ref] = {}  # (id(item), min, max) -> its shared rule
+        self.small: dict[int, bool] = {}
         self.ref_plans: dict[str, int | Node] = {}
         self._emitter: Any = None
         self.compact = False
@@ -175,6 +186,8 @@ class NfaBuilder:
     def repeat_plan(self, node: Repeat) -> tuple[Node | None, Node]:
         """(a node to build instead, the item) for a repeat split into called blocks (compact), else
         (None, the item to copy): a big item copied several times becomes a called rule."""
+        if self.compact and self.is_small(node.item):
+            return self.in_blocks(node), node.item
         if self.compact and (node.min > SPLIT_ABOVE or (node.max is not None and node.max - node.min > SPLIT_ABOVE)):
             return _split(node), node.item
         item = node.item
@@ -187,10 +200,63 @@ class NfaBuilder:
             self.recursive.add(name)  # force a call
         return None, item
 
+    def is_small(self, node: Node) -> bool:
+        """Whether `node` is copied rather than called in a compact grammar's repeats: under
+        HOIST_MIN_SIZE states and no rule reference inside (a character, a digit)."""
+        small = self.small.get(id(node))
+        if small is None:
+            small = self.small[id(node)] = node_size(node, self.rules, self.sizes) < HOIST_MIN_SIZE and not _refers(node)
+        return small
+
+    def in_blocks(self, node: Repeat) -> Node | None:
+        """A repeat of a small item as COMPACT_BLOCK-copy blocks (None: few enough copies to copy
+        them all): item^min as block^(min // B) item^(min % B), then item^0..m (m = k B + r) as
+        block^0..k-1 (upto | block item^0..r), upto = item^0..B-1; block and upto are called rules,
+        one each per item (the same language; at most three configurations under way)."""
+        item, lo, hi, b = node.item, node.min, node.max, COMPACT_BLOCK
+        if (lo if hi is None else hi) <= b:
+            return None
+        full, part = divmod(lo, b)
+        parts: list[Node] = [Repeat(self.shared(item, b, b), full, full), Repeat(item, part, part)]
+        if hi is None:
+            parts.append(Repeat(item, 0, None))
+        else:
+            k, r = divmod(hi - lo, b)
+            if k:
+                parts += [Repeat(self.shared(item, b, b), 0, k - 1),
+                          Alt((self.shared(item, 0, b - 1), Seq((self.shared(item, b, b), Repeat(item, 0, r)))))]
+            else:
+                parts.append(Repeat(item, 0, r))
+        return Seq(tuple(p for p in parts if not (isinstance(p, Repeat) and p.max == 0)))
+
+    def shared(self, item: Node, lo: int, hi: int) -> Ref:
+        """A reference to the called rule item^lo..hi, one per item and counts."""
+        key = (id(item), lo, hi)
+        ref = self.blocks.get(key)
+        if ref is None:
+            name = f"@block{len(self.blocks)}"
+            self.rules[name] = Repeat(item, lo, hi)
+            self.recursive.add(name)  # (called, never inlined)
+            ref = self.blocks[key] = Ref(name)
+        return ref
+
     def emit_other(self, node: Node, s: int, t: int) -> None:
         """A node of a subclass (such as Lark's group while parsing): built as its base class."""
         base = node_kind(node)
         self._emitter.emit(base(*(getattr(node, f) for f in base.__slots__)), s, t)
+
+
+def _refers(node: Node) -> bool:
+    """Whether a rule reference lies anywhere inside `node`."""
+    if isinstance(node, Ref):
+        return True
+    if isinstance(node, (Seq, Alt)):
+        return any(_refers(i) for i in node.items)
+    if isinstance(node, Repeat):
+        return _refers(node.item)
+    if isinstance(node, Graph):
+        return any(e is not None and _refers(e) for _, _, e in node.edges)
+    return False
 
 
 def _split(node: Repeat) -> Node:

@@ -15,6 +15,7 @@ import pytest
 import grammar
 import grammar.masks.rest_trie as rest_trie
 from grammar.automaton.constants import FLAG_FINAL
+from grammar.automaton.nfa import COMPACT_BLOCK
 from grammar.compiled import CompiledGrammar
 from grammar.frontends.json_schema import compile_schema_to_grammar
 from grammar.frontends.lark import lark_to_grammar
@@ -316,6 +317,37 @@ def test_bounded_runs_that_may_return_keep_their_longer_tokens(schema, prefixes,
         want = _brute(g, m.state)
         assert any(len(vocab.token_bytes[t]) > 2 for t in want)
         assert _bits(g.mask(m.state), vocab) == want == _numpy_mask(g, m.state, monkeypatch), prefix
+
+
+@pytest.mark.parametrize(("lo", "hi"), [(1, 300), (130, 5000), (0, None)])
+def test_compact_long_strings_run_in_shared_blocks(lo, hi, monkeypatch):
+    """In a compact grammar a long string is blocks of COMPACT_BLOCK characters inlined in one
+    called rule (grammar/automaton/nfa.py `in_blocks`), not a call per character: inside a block a
+    token stays in the DFA (the walk has no escapes), the masks equal brute force inside a block
+    and across its end, and the lengths are exact across the blocks' ends."""
+    b = COMPACT_BLOCK
+    big = {"type": "string", "maxLength": 40_000}  # (makes the grammar compact)
+    schema = {"type": "object", "properties": {"s": {"type": "string", "minLength": lo, **({"maxLength": hi} if hi else {})},
+                                               "u": big}, "required": ["s"], "additionalProperties": False}
+    tokens = [b'{"s":"', b'"', b"}", b'"}', b"a", b"aa", b"aaa", b"aaaa", b'a"', b'aa"}', b"\\", b"\\n", b"ab"]
+    vocab = grammar.Vocabulary(tokens, [len(tokens)], len(tokens) + 2)
+    g = _compile(compile_schema_to_grammar(schema, "compact"), vocab)
+    assert len(g.nfa.eps) < 60_000 and any(name.startswith("@block") for name in g.nfa.rule_names)
+    top = hi if hi is not None else lo + 3 * b
+    for n in sorted({n for n in (lo - 1, lo, lo + 1, lo + b - 1, lo + b, lo + b + 1, lo + 2 * b, top - 1, top, top + 1) if n >= 0}):
+        m = g.matcher()
+        assert m.accept_bytes(b'{"s":"' + b"a" * n + b'"}') == (lo <= n and (hi is None or n <= hi)), n
+    for n in (lo + b // 2, lo + b - 3, lo + b - 1, lo + b, min(top, lo + 2 * b) - 2):
+        m = g.matcher()
+        assert m.accept_bytes(b'{"s":"' + b"a" * n)
+        want = _brute(g, m.state)
+        assert _bits(g.mask(m.state), vocab) == want == _numpy_mask(g, m.state, monkeypatch), n
+    m = g.matcher()
+    assert m.accept_bytes(b'{"s":"' + b"a" * (lo + b // 2))
+    g.mask(m.state)
+    assert len(m.state) <= 3  # a block under way, the last one's, the shorter rest's (`upto`, final everywhere)
+    four = tokens.index(b"aaaa")  # taken by a state's own walk (in the DFA), not through returns
+    assert any(four in _bits(dense(g._state_masks[(d, bool(stack))].words), vocab) for stack, d in m.state)
 
 
 @needs_c
