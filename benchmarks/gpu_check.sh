@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The GPU check, in one call from a fresh clone (set-up included, under 8 minutes on one GPU):
-#   1. the Triton kernel tests on CUDA (not the interpreter): tests/kernels/test_triton_*.py
+#   1. the Triton kernel tests on CUDA (not the interpreter): tests/compute_kernels/test_triton_*.py
 #   2. benchmarks/gpu_check.py: greedy parity with transformers on CUDA, CUDA-graph decode vs
 #      eager (identical tokens), and a decode throughput table at 1/16/64/256 streams, graphs on/off
 # Results: $OUT (or benchmarks/gpu_check_results) gets kernel_tests.log, gpu_check.log,
@@ -61,7 +61,7 @@ unset TRITON_INTERPRET
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONUNBUFFERED=1 TRITON_DEFAULT_FP_FUSION=1
 status=0
 echo "== kernel tests on CUDA ($((SECONDS - start)) s)"
-timeout 150 "$PY" -m pytest -q -p no:cacheprovider tests/kernels/test_triton_*.py 2>&1 | tee "$RESULTS/kernel_tests.log" || status=1
+timeout 150 "$PY" -m pytest -q -p no:cacheprovider tests/compute_kernels/test_triton_*.py 2>&1 | tee "$RESULTS/kernel_tests.log" || status=1
 echo "== parity, graphs vs eager, throughput ($((SECONDS - start)) s)"
 timeout 330 "$PY" benchmarks/gpu_check.py --out "$RESULTS" 2>&1 | tee "$RESULTS/gpu_check.log" || status=1
 echo "== done in $((SECONDS - start)) s, status $status; results in $RESULTS"

@@ -35,7 +35,7 @@ from engine.config import default_cache_dir  # noqa: E402
 from engine.loader.resolve import resolve_model  # noqa: E402
 from engine.loader.weights import load_native_model  # noqa: E402
 from engine.models.transformers_backend import load_transformers_model  # noqa: E402
-from kernels.attention import build_attention_metadata  # noqa: E402
+from compute_kernels.attention import build_attention_metadata  # noqa: E402
 
 BLOCK_SIZE = 16
 

@@ -11,7 +11,7 @@ import os
 
 import torch
 
-from kernels.cpu.build import cpu_flags
+from compute_kernels.cpu.build import cpu_flags
 
 # Flags that change what is fastest, in the order the startup line prints them.
 REPORTED_FLAGS = ("avx2", "fma", "f16c", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_tile", "avx_vnni")

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
-from kernels import apply_token_bitmask, argmax
+from compute_kernels import apply_token_bitmask, argmax
 
 _GREEDY_EPS = 1e-5
 

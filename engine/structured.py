@@ -43,7 +43,7 @@ from schemas.engine import (
 @dataclass(frozen=True, slots=True)
 class GrammarRows:
     """A step's grammar masks, packed as the grammar fills them: `bitmask` int32 [rows, ceil(vocab/32)]
-    (grammar.allocate_bitmask's layout, which kernels.apply_token_bitmask reads), and the first row
+    (grammar.allocate_bitmask's layout, which compute_kernels.apply_token_bitmask reads), and the first row
     of each constrained request (one row, or 1 + its drafts' count when verifying drafts)."""
 
     bitmask: torch.Tensor

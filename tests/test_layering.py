@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-OURS = {"gateway", "parsing", "grammar", "engine", "kernels", "schemas"}
+OURS = {"gateway", "parsing", "grammar", "engine", "compute_kernels", "schemas"}
 ALLOWED = {
     "schemas": set(),
     "parsing": {"schemas"},
     "grammar": {"schemas"},
-    "kernels": {"schemas"},
-    "engine": {"grammar", "kernels", "schemas"},
-    "gateway": {"parsing", "engine", "grammar", "kernels", "schemas"},
+    "compute_kernels": {"schemas"},
+    "engine": {"grammar", "compute_kernels", "schemas"},
+    "gateway": {"parsing", "engine", "grammar", "compute_kernels", "schemas"},
 }
 
 

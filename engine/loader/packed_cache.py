@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 from engine.loader.quantization import PackingReport
-from kernels.quant import GROUP, PANEL, PackedLinear
+from compute_kernels.quant import GROUP, PANEL, PackedLinear
 
 log = logging.getLogger(__name__)
 FORMAT = 1  # bump when the packed layout changes

@@ -1,4 +1,4 @@
-"""How each linear weight is served: float32, int8 or int4 (kernels/quant.py's packed forms).
+"""How each linear weight is served: float32, int8 or int4 (compute_kernels/quant.py's packed forms).
 
 `auto` keeps every weight exactly: int4 where the weight lies on a 4-bit grid (a GGUF's
 Q4_1 tensors), int8 where it lies on an 8-bit grid (Q8_0), float32 elsewhere; nothing is
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from kernels.quant import GROUP, PackedLinear, find_exact_grid, pack, quantize
+from compute_kernels.quant import GROUP, PackedLinear, find_exact_grid, pack, quantize
 
 MODES = ("auto", "none", "int8", "int4")
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import torch
 
 from engine.models import NATIVE_ARCHITECTURES, build_model, native_args
-from kernels import cpu_kernels_available
+from compute_kernels import cpu_kernels_available
 
 
 def iter_safetensors(folder: Path) -> Iterator[tuple[str, torch.Tensor]]:

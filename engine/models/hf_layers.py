@@ -26,7 +26,7 @@ from torch import nn
 
 from engine.models.hf_fusion import FusedLinear, LinearSlice
 from engine.models.llama import self_attention
-from kernels import silu_and_mul
+from compute_kernels import silu_and_mul
 
 
 def _fused_of(*slices: nn.Module) -> FusedLinear | None:

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from kernels import rms_norm
+from compute_kernels import rms_norm
 
 _EPS_NAMES = ("variance_epsilon", "eps", "epsilon")
 CHECK_ROWS = (1, 5, 64)

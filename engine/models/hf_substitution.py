@@ -17,7 +17,7 @@ from torch import nn
 
 from engine.models.hf_fusion import run_hooked
 from engine.models.hf_layers import GatedMLP, PagedSelfAttention, PreNormDecoderLayer
-from kernels.attention import build_attention_metadata
+from compute_kernels.attention import build_attention_metadata
 
 # One mixed step the checks run: a 4-token prefill chunk after 3 cached tokens, three decodes.
 CHECK_QUERY_LENS = (4, 1, 1, 1)

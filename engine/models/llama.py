@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from kernels import (
+from compute_kernels import (
     AttentionMetadata,
     add_rms_norm,
     apply_rotary_qk,

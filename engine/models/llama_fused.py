@@ -3,7 +3,7 @@
 Holds the weights in the kernels' form: linears packed as the quantization mode says
 (engine/loader/quantization.py), norms and the embedding as float32, all under flat names
 (`layers.3.qkv`, `embed`, ...) so that engine/loader/packed_cache.py can save and reload
-them without building the float model. The whole stack is described once to `kernels/cpu`
+them without building the float model. The whole stack is described once to `compute_kernels/cpu`
 by int64 records of pointers. The runner calls it through the native model's interface; the
 native `LlamaForCausalLM` is the torch reference it is tested against.
 """
@@ -14,9 +14,9 @@ import torch
 
 from engine.loader.quantization import PackingReport, pack_linear
 from engine.models.llama import LlamaArgs, LlamaForCausalLM
-from kernels import AttentionMetadata, rotary_cos_sin
-from kernels.cpu.ops import KV_KINDS, linear, linear_args, load_ops, meta_args, ptr
-from kernels.quant import PackedLinear
+from compute_kernels import AttentionMetadata, rotary_cos_sin
+from compute_kernels.cpu.ops import KV_KINDS, linear, linear_args, load_ops, meta_args, ptr
+from compute_kernels.quant import PackedLinear
 
 LINEARS = ("qkv", "o", "gate_up", "down")
 NORMS = ("input_norm", "post_norm", "q_norm", "k_norm")

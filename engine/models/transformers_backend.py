@@ -21,7 +21,7 @@ from torch import nn
 from engine.models import hf_substitution
 from engine.models.hf_fusion import fuse_sibling_linears
 from engine.models.hf_norms import substitute_norms
-from kernels import AttentionMetadata, paged_attention, write_kv_cache
+from compute_kernels import AttentionMetadata, paged_attention, write_kv_cache
 
 log = logging.getLogger(__name__)
 

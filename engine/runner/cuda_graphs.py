@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import torch
 
-from kernels import AttentionMetadata
+from compute_kernels import AttentionMetadata
 
 MAX_CAPTURE_SIZE = 512
 

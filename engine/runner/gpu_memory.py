@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-from kernels import build_attention_metadata
+from compute_kernels import build_attention_metadata
 
 GRAPH_RESERVE_BYTES = 256 << 20  # the decode graphs' own pool (decode activations are small)
 

@@ -21,7 +21,7 @@ PROMPT_LOGPROB_ROWS = 256  # prompt positions whose logits are materialized at o
 # Grammar masks for a step (engine.structured.GrammarRows: packed rows and each request's first row),
 # or a function that waits for them.
 MaskSource = Any | Callable[[], Any] | None
-from kernels import build_attention_metadata
+from compute_kernels import build_attention_metadata
 
 
 @dataclass(slots=True)

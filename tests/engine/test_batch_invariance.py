@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from engine import LLM, SamplingParams
-from kernels.cpu.ops import load_ops
+from compute_kernels.cpu.ops import load_ops
 
 PROMPT = [5, 17, 42, 9, 100, 3, 77, 12, 8, 250, 31, 64, 2, 90, 18, 44, 6, 130, 71, 15]
 OTHERS = [list(range(40, 40 + n)) for n in (3, 33, 70, 1, 12, 50, 7)]

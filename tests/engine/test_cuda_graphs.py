@@ -15,7 +15,7 @@ import torch
 from engine import LLM, SamplingParams
 from engine.runner import ModelRunner
 from engine.runner.cuda_graphs import DecodeGraphs, capture_sizes
-from kernels import cpu_kernels_available
+from compute_kernels import cpu_kernels_available
 
 
 class FakeGraph:

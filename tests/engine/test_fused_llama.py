@@ -13,9 +13,9 @@ from safetensors.torch import load_file, save_file
 from engine import LLM, SamplingParams, hardware
 from engine.loader.weights import load_native_model
 from engine.models.llama_fused import FusedLlama, pack_native
-from kernels.attention import build_attention_metadata
-from kernels.cpu.ops import load_ops
-from kernels.quant import quantize, reconstruct
+from compute_kernels.attention import build_attention_metadata
+from compute_kernels.cpu.ops import load_ops
+from compute_kernels.quant import quantize, reconstruct
 
 pytestmark = pytest.mark.skipif(load_ops() is None, reason="no C compiler: the CPU kernels cannot be built here")
 

@@ -188,7 +188,7 @@ def load_tiny(folder: str, monkeypatch=None, substitute: bool = True):
 
 def mixed_step(model, seed: int = 0):
     """A step unlike the load-time check's: two prefill chunks (one after cached tokens) and two decodes."""
-    from kernels.attention import build_attention_metadata
+    from compute_kernels.attention import build_attention_metadata
 
     query_lens, seq_lens, block_size = [9, 1, 6, 1], [9, 17, 11, 4], 4
     block_tables = torch.arange(4 * 5).view(4, 5)

@@ -8,7 +8,7 @@ import pytest
 
 from engine import JsonSchemaSpec, LLM, RegexSpec, SamplingParams
 from engine.spec.policy import ObservedCost, StepCost
-from kernels.cpu.ops import load_ops
+from compute_kernels.cpu.ops import load_ops
 from tests.engine.conftest import assert_no_leak
 from tests.engine.spec_models import make_tiny_model_with_vocab
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from engine import LLM, AsyncLLM, EngineConfig, SamplingParams
-from kernels.cpu.ops import load_ops
+from compute_kernels.cpu.ops import load_ops
 
 pytestmark = pytest.mark.skipif(load_ops() is None, reason="no C compiler: greedy identity needs the batch-invariant kernels")
 
