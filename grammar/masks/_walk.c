@@ -596,7 +596,7 @@ static int text_first(Tables *tb, Dfa *d, long s, uint32_t *words, Start *start,
  * the child list being tried, and whether the prefix is still in the start slice / in the text
  * after a first byte. */
 typedef struct {
-    int32_t *st, *esc_pos, *esc_st, *nd, *cur, *lim;
+    int32_t *st, *esc_pos, *esc_done, *nd, *cur, *lim;
     uint8_t *inroot, *infc, *inpre;
 } Scratch;
 
@@ -638,9 +638,11 @@ static void scratch_close(ScratchMem *m) {
 }
 
 /* Walk the subtree of `node` (-1: the whole trie; a node at depth `depth0`) from state `from`:
- * OR into words the tokens consumed entirely inside the DFA, push the escape (byte position,
- * state, node there) of tokens that die after passing a state where a call or (with a non-empty
- * stack) a return could happen, and (ends given) the states allowed tokens end in.  Subtrees the
+ * OR into words the tokens consumed entirely inside the DFA, push the escapes (byte position,
+ * state, node there) of tokens that die after passing states where a call or (with a non-empty
+ * stack) a return could happen, one at each such state on the way (so that resolve need not walk
+ * those tokens in the DFA again to find the next ones), and (ends given) the states allowed tokens
+ * end in.  Subtrees the
  * start slice or the text first bytes already put in words, and subtrees a state's slice absorbs
  * whole, are skipped (not in a `plain` walk: of a rest trie, which the slices do not index).
  * Depth-first through each node's child list (the children lie a subtree apart in the DFS arrays). */
@@ -651,12 +653,11 @@ static int walk_trie(Tables *tb, const Trie *tr, int plain, Dfa *d, long from, P
     const uint32_t *kids = tr->kids;
     const Slice *text = &tb->slices[tb->text_id];
     const uint8_t *fm = text->set, *fpure = text->root_pure;
-    int32_t *st = sc->st, *esc_pos = sc->esc_pos, *esc_st = sc->esc_st, *nd = sc->nd, *cur = sc->cur, *lim = sc->lim;
+    int32_t *st = sc->st, *esc_pos = sc->esc_pos, *esc_done = sc->esc_done, *nd = sc->nd, *cur = sc->cur, *lim = sc->lim;
     uint8_t *inroot = sc->inroot, *infc = sc->infc, *inpre = sc->inpre;
     const uint8_t *pre = start->pre;
     st[depth0] = (int32_t)from;
     esc_pos[depth0] = -1;
-    esc_st[depth0] = 0;
     nd[depth0] = (int32_t)node;
     inroot[depth0] = root_set != NULL;
     infc[depth0] = 0;
@@ -681,8 +682,10 @@ static int walk_trie(Tables *tb, const Trie *tr, int plain, Dfa *d, long from, P
         if (t < 0) {
             if (in_pre)  /* text_first put its text tokens in words: they die here */
                 for (int32_t r = tlo[i]; r < tlo[tend[i]]; r++) words[(uint32_t)ids[r] >> 5] &= ~(1u << ((uint32_t)ids[r] & 31));
-            if (esc_pos[k - 1] >= 0 && vec_push_escape(escapes, esc_pos[k - 1], esc_st[k - 1], (int32_t)(tr->base + nd[esc_pos[k - 1]])) < 0)
-                return -1;
+            for (int32_t ep = esc_pos[k - 1]; ep >= 0 && !esc_done[ep]; ep = esc_pos[ep - 1]) {
+                esc_done[ep] = 1;  /* (and so every one above it) */
+                if (vec_push_escape(escapes, ep, st[ep], (int32_t)(tr->base + nd[ep])) < 0) return -1;
+            }
             continue;
         }
         const Py_ssize_t e = tend[i];
@@ -713,12 +716,10 @@ static int walk_trie(Tables *tb, const Trie *tr, int plain, Dfa *d, long from, P
                 continue;
             }
         }
-        int32_t ep = esc_pos[k - 1], es = esc_st[k - 1];
         const uint8_t f = d->t.flags[t];
-        if (ep < 0 && ((f & FLAG_CALLS) || (nonempty && (f & FLAG_FINAL)))) { ep = k; es = t; }
         st[k] = t;
-        esc_pos[k] = ep;
-        esc_st[k] = es;
+        esc_pos[k] = (f & FLAG_CALLS) || (nonempty && (f & FLAG_FINAL)) ? k : esc_pos[k - 1];
+        esc_done[k] = 0;
         nd[k] = (int32_t)i;
         inroot[k] = (uint8_t)in_r;
         infc[k] = (uint8_t)in_fc;
@@ -1182,7 +1183,10 @@ static int expand_c(Resolver *r, int32_t k, int32_t s) {
 
 /* Resolve every escape of r->todo into words: from each configuration its state reaches without
  * a byte, the subtree below its node is walked once (per stack, state and node); the walk's own
- * escapes, deeper in the trie, go round again. */
+ * escapes, deeper in the trie, go round again.  Not from the escape's own configuration: the walk
+ * that made the escape went on from there in the DFA, and made an escape at every state on the way
+ * where a call or return could happen (walking it again there found each next one, at a cost
+ * that grew with the square of a string's length in a called rule that may return anywhere). */
 static int resolve_todo(Resolver *r, uint32_t *words, const Scratch *sc) {
     Vec cands = {NULL, 0, 0};
     int rc = 0;
@@ -1191,7 +1195,7 @@ static int resolve_todo(Resolver *r, uint32_t *words, const Scratch *sc) {
         const int32_t k = r->todo.data[r->todo.len], s = r->todo.data[r->todo.len + 1], node = r->todo.data[r->todo.len + 2];
         if (node < 0 || node >= r->tb->all_nodes) { PyErr_SetString(PyExc_IndexError, "trie node out of range"); rc = -1; break; }
         if ((rc = expand_c(r, k, s)) < 0) break;
-        for (Py_ssize_t i = 0; rc == 0 && i < r->configs.len; i += 2) {
+        for (Py_ssize_t i = 2; rc == 0 && i < r->configs.len; i += 2) {  /* (0: the escape's own) */
             const int32_t ck = r->configs.data[i], cs = r->configs.data[i + 1];
             int added;
             if (!map3_get(&r->seen, ck, cs, node, 0, &added)) { rc = -1; break; }
