@@ -651,6 +651,35 @@ static int text_alphabet(Builder *b) {
     return 1;
 }
 
+/* The one state every ASCII text byte leads to from d (row built here), or DEAD when they part or die. */
+static int text_step(Builder *b, int32_t d, int32_t *to) {
+    if (ensure_row(b, d) < 0) return -1;
+    const struct TextAlphabet *a = b->text_alpha;
+    const int32_t *row = TRANS(b) + (Py_ssize_t)d * 256;
+    int32_t t = UNKNOWN;
+    for (int c = 0; c < 128; c++) {
+        if (a->to[0][c] != 0) continue;
+        if (t == UNKNOWN) t = row[c];
+        else if (row[c] != t) { t = DEAD; break; }
+    }
+    *to = t < 0 ? DEAD : t;
+    return 0;
+}
+
+/* 1 when d is a step of a run on text: every ASCII text byte leads to one other state, and every
+ * one from there to one state again, not itself (a maxLength or minLength string, a counted
+ * repeat of characters).  Such a run ends or loops only as far ahead as its bound, so its search
+ * would build a row per character up to MAX_CLOSED_ROWS and give up (each row with ~10 new UTF-8
+ * states: ~650 states at a bounded string's first character in a large grammar); the mask walk
+ * takes a run's tokens by its own shortcut (run_walk).  Rows of d and the next state built. */
+static int text_run(Builder *b, int32_t d) {
+    int32_t t, t2;
+    if (text_step(b, d, &t) < 0) return -1;
+    if (t < 0 || t == d) return 0;
+    if (text_step(b, t, &t2) < 0) return -1;
+    return t2 >= 0 && t2 != t;
+}
+
 typedef struct { int32_t state, pos, next, last_t, last_p; } TextFrame;  /* last_*: the step taken before */
 
 /* 1 when d is closed on string text: every string-text character (an ASCII text byte or a whole
@@ -662,13 +691,15 @@ typedef struct { int32_t state, pos, next, last_t, last_p; } TextFrame;  /* last
  * none dies; when one does, the states between characters on the path to it are not; past
  * MAX_CLOSED_NODES pairs or MAX_CLOSED_ROWS rows built, none of those reached is said closed
  * (each would search as far again); once all searches built MAX_CLOSURE_ROWS rows, no state not
- * known is closed.
+ * known is closed.  A step of a run on text (text_run) is not searched: not closed.
  * Remembered per state. */
 static int text_closed(Builder *b, int32_t d) {
     if (b->closed[d] >= 0) return b->closed[d];
     if (b->closure_rows > MAX_CLOSURE_ROWS) return b->closed[d] = 0;  /* (searches spent their rows) */
     const int have = text_alphabet(b);
     if (have <= 0) return have;
+    const int run = text_run(b, d);
+    if (run) return run < 0 ? -1 : (b->closed[d] = 0);
     if (++b->gen_c == 0) {  /* stamps wrapped: forget them all */
         memset(b->closed_gen, 0, b->num_states * sizeof(uint32_t));
         b->gen_c = 1;

@@ -386,8 +386,8 @@ class Builder:
         depth-first search of the (state, character position) pairs text reaches, rows built on
         the way, in C's order; past MAX_CLOSED_NODES pairs or MAX_CLOSED_ROWS rows built the answer
         is no, and once all searches built MAX_CLOSURE_ROWS rows, so for every state not known.
-        Remembered: all states between characters when closed or given up, else those on the path
-        to the dead step."""
+        A step of a run on text (`_text_run`) is not searched: not closed. Remembered: all states
+        between characters when closed or given up, else those on the path to the dead step."""
         self._check(d)
         self._bound(dfa)
         known = self._closed.get(d)
@@ -398,6 +398,9 @@ class Builder:
             return False
         alphabet = self._text_alphabet()
         if alphabet is None:
+            return False
+        if self._text_run(d, alphabet[0]):
+            self._closed[d] = False
             return False
         seen = {(d, 0)}
         between = [d]
@@ -446,6 +449,25 @@ class Builder:
                 if p == 0:
                     self._closed[x] = False
         return closed
+
+    def _text_step(self, d: int, ascii_to: list[int]) -> int:
+        """The one state every ASCII text byte leads to from d (row built here), or DEAD."""
+        if self.dfa.trans[d, 0] == UNKNOWN:
+            self._build_row(d)
+        targets = {int(self.dfa.trans[d, c]) for c in range(128) if ascii_to[c] == 0}
+        t = targets.pop() if len(targets) == 1 else DEAD
+        return DEAD if t < 0 else t
+
+    def _text_run(self, d: int, ascii_to: list[int]) -> bool:
+        """True when d is a step of a run on text: every ASCII text byte leads to one other state,
+        and every one from there to one state again, not itself (a maxLength or minLength string).
+        Its search would build a row per character up to MAX_CLOSED_ROWS and give up; the mask
+        walk takes a run's tokens by its own shortcut. Rows of d and the next state built."""
+        t = self._text_step(d, ascii_to)
+        if t < 0 or t == d:
+            return False
+        t2 = self._text_step(t, ascii_to)
+        return t2 >= 0 and t2 != t
 
     def close_text(self, dfa: Any, budget_s: float) -> int:
         """text_closed of every state in turn (rows built on the way) until `budget_s` passed (the

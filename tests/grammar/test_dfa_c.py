@@ -13,7 +13,7 @@ import pytest
 import grammar
 from grammar import compiled
 from grammar.automaton import dfa_ref
-from grammar.automaton.constants import MAX_CLOSURE_ROWS, UTF8_SEQUENCES
+from grammar.automaton.constants import MAX_CLOSURE_ROWS, UNKNOWN, UTF8_SEQUENCES
 from grammar.automaton.dfa import CBuilder, LazyDfa
 from grammar.automaton.nfa import build_nfa
 from grammar.compiled import CompiledGrammar
@@ -173,6 +173,33 @@ def test_strings_widened_at_compile_are_the_same_in_both_builders(bench_rows):
         widened += got
         _compare(py, c, max_states=400)
     assert widened > 20
+
+
+@needs_dfa_c
+def test_a_step_of_a_run_on_text_is_not_searched():
+    """A bounded string's steps (every text byte to one next state, and from there to one again)
+    are not closed and are answered without a search: the search went a row per character to its
+    row limit (~650 new states at each first character of a large grammar's strings). A string's
+    body, which loops, is still searched. Both builders alike, state for state."""
+    vocab = byte_vocab()
+    text = grammar.compiler_for(vocab).index.slices.utf8_text_slice
+    g = compile_schema_to_grammar({"type": "object", "properties": {"s": {"type": "string", "maxLength": 300}},
+                                   "additionalProperties": {"type": "string"}}, "compact", False)
+    dfas = _pair(g, vocab)
+    for dfa in dfas:
+        dfa.set_utf8(ASCII_TEXT_SLICE, text, True)
+        first = dfa.rule_start[0]
+        for byte in b'{"s":"':
+            first = dfa.step(first, byte)
+        rows = int((dfa.trans[: dfa.num_states, 0] != UNKNOWN).sum())
+        assert not dfa.text_closed(first)
+        assert int((dfa.trans[: dfa.num_states, 0] != UNKNOWN).sum()) <= rows + 2  # its row and the next's
+        second = dfa.step(first, ord("a"))
+        assert not dfa.text_closed(second) and dfa.step(second, ord("a")) not in (second, first)
+        key = dfa.step(dfa.step(dfa.rule_start[0], ord("{")), ord('"'))
+        assert dfa.text_closed(key)  # an open object's key start: searched, and closed
+    assert dfas[0].num_states == dfas[1].num_states
+    _compare(*dfas, max_states=dfas[0].num_states)
 
 
 @needs_dfa_c
