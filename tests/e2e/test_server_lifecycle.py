@@ -65,7 +65,9 @@ async def test_profiler_writes_a_chrome_trace(small_server, trace_dir):
 
 async def test_full_queue_is_429_with_retry_after(small_server):
     async with aiohttp.ClientSession(small_server.url, headers=KEY) as http:
-        busy = await http.post(CHAT, json={**GOOD, "max_tokens": 60, "ignore_eos": True, "stream": True})
+        # long enough that it is still decoding when the next request comes (the tiny model made 60
+        # tokens in a few ms on a fast machine, and the second request found the queue free)
+        busy = await http.post(CHAT, json={**GOOD, "max_tokens": 480, "ignore_eos": True, "stream": True})
         await busy.content.readuntil(b"\n\n")
         async with http.post(CHAT, json=GOOD) as resp:
             assert resp.status == 429
