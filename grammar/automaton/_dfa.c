@@ -255,6 +255,18 @@ static int rehash(Builder *b) {
     return 0;
 }
 
+/* The DFA state of a sorted, duplicate-free set of NFA states if there is one, else -1 (makes none). */
+static int32_t find_state(Builder *b, const int32_t *x, Py_ssize_t n) {
+    if (!b->table_cap) return -1;
+    const uint64_t h = hash_set(x, n);
+    for (Py_ssize_t i = h & (b->table_cap - 1); b->table[i]; i = (i + 1) & (b->table_cap - 1)) {
+        const int32_t d = b->table[i] - 1;
+        if (b->set_hash[d] == h && b->set_len[d] == n && !memcmp(b->set_pool.data + b->set_off[d], x, n * sizeof(int32_t)))
+            return d;
+    }
+    return -1;
+}
+
 /* The DFA state of a sorted, duplicate-free set of NFA states (new: flags written). */
 static int32_t intern(Builder *b, const int32_t *x, Py_ssize_t n) {
     uint64_t h = hash_set(x, n);
@@ -351,10 +363,11 @@ static int cmp_edge(const void *a, const void *b) {
     return (x->t > y->t) - (x->t < y->t);
 }
 
-static int gather_edges(Builder *b, int32_t d, Edge **out, Py_ssize_t *num) {
+/* The byte edges of the NFA states x[0..n), sorted, in b->edge_buf. */
+static int gather_set_edges(Builder *b, const int32_t *x, Py_ssize_t n, Edge **out, Py_ssize_t *num) {
     b->edge_buf.len = 0;
-    for (int32_t k = 0; k < b->set_len[d]; k++) {
-        PyObject *lst = nfa_list(b->edges, b->set_pool.data[b->set_off[d] + k]);
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *lst = nfa_list(b->edges, x[k]);
         if (!lst) return -1;
         Py_ssize_t m = PyList_GET_SIZE(lst);
         if (vec_reserve(&b->edge_buf, 3 * m) < 0) return -1;
@@ -374,6 +387,11 @@ static int gather_edges(Builder *b, int32_t d, Edge **out, Py_ssize_t *num) {
     *num = b->edge_buf.len / 3;
     if (*num > 1) qsort(*out, *num, sizeof(Edge), cmp_edge);
     return 0;
+}
+
+/* The byte edges of DFA state d's NFA states. */
+static int gather_edges(Builder *b, int32_t d, Edge **out, Py_ssize_t *num) {
+    return gather_set_edges(b, b->set_pool.data + b->set_off[d], b->set_len[d], out, num);
 }
 
 /* Fill trans[d, :] and dominant[d]; 0 or -1. */
@@ -555,32 +573,93 @@ static int parse_seqs(PyObject *seqs, Seq *out, int *num) {
     return 0;
 }
 
-/* 1 when every sequence leads from d to target alone (states visited in sorted order, as the
- * Python path does), 0 when not, -1 on error. */
+/* Sets of NFA states kept as records (n, then n sorted ids) in a Vec: add x[0..n) unless there. */
+static int set_add(Vec *v, const int32_t *x, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < v->len; i += 1 + v->data[i])
+        if (v->data[i] == n && !memcmp(v->data + i + 1, x, n * sizeof(int32_t))) return 0;
+    if (vec_reserve(v, 1 + n) < 0) return -1;
+    v->data[v->len++] = (int32_t)n;
+    memcpy(v->data + v->len, x, n * sizeof(int32_t));
+    v->len += n;
+    return 0;
+}
+
+/* Add to `out` the closed sets of NFA states that the bytes lo..hi lead to from the set x[0..n),
+ * the sets a row would make DFA states of, without making them (read from the row when the set's
+ * DFA state has one built): 1, or 0 when a byte there leads nowhere, -1 on error.  x must not lie
+ * in b->scratch, b->edge_buf or b->set_pool. */
+static int range_sets(Builder *b, const int32_t *x, Py_ssize_t n, int lo, int hi, Vec *out) {
+    const int32_t d = find_state(b, x, n);
+    if (d >= 0 && TRANS(b)[(Py_ssize_t)d * 256] != UNKNOWN) {  /* its row is built: read it */
+        const int32_t *row = TRANS(b) + (Py_ssize_t)d * 256;
+        for (int c = lo; c <= hi; c++) {
+            if (row[c] < 0) return 0;
+            if ((c == lo || row[c] != row[c - 1]) &&
+                set_add(out, b->set_pool.data + b->set_off[row[c]], b->set_len[row[c]]) < 0)
+                return -1;
+        }
+        return 1;
+    }
+    Edge *edges;
+    Py_ssize_t m;
+    if (gather_set_edges(b, x, n, &edges, &m) < 0) return -1;  /* (closure_of leaves edge_buf alone) */
+    Vec active = {NULL, 0, 0};
+    int rc = 1;
+    for (int a = lo; a <= hi && rc == 1;) {
+        int e = hi + 1;  /* the piece a..e-1: no edge starts or ends inside it */
+        active.len = 0;
+        for (Py_ssize_t i = 0; i < m; i++) {
+            if (edges[i].lo > a) { if (edges[i].lo < e) e = edges[i].lo; continue; }
+            if (edges[i].hi < a) continue;
+            if (edges[i].hi + 1 < e) e = edges[i].hi + 1;
+            if (vec_push(&active, edges[i].t) < 0) { rc = -1; break; }
+        }
+        if (rc < 0) break;
+        if (!active.len) { rc = 0; break; }
+        int32_t off, len;
+        for (Py_ssize_t i = 0; i < active.len && rc == 1; i++)
+            if (closure_of(b, active.data[i], &off, &len) < 0) rc = -1;
+        if (rc < 0) break;
+        const uint32_t g = next_gen(&b->gen_b, b->mark_b, b->num_nfa);
+        b->scratch.len = 0;
+        for (Py_ssize_t i = 0; i < active.len && rc == 1; i++) {
+            closure_of(b, active.data[i], &off, &len);
+            for (int32_t k = 0; k < len; k++) {
+                const int32_t y = b->cl_pool.data[off + k];
+                if (b->mark_b[y] != g) { b->mark_b[y] = g; if (vec_push(&b->scratch, y) < 0) { rc = -1; break; } }
+            }
+        }
+        if (rc < 0) break;
+        qsort(b->scratch.data, b->scratch.len, sizeof(int32_t), cmp_i32);
+        if (set_add(out, b->scratch.data, b->scratch.len) < 0) rc = -1;
+        a = e;
+    }
+    free(active.data);
+    return rc;
+}
+
+/* 1 when every sequence leads from d to target alone, 0 when not, -1 on error.  Followed on the
+ * NFA states' sets, as rows would take them, but making no DFA state and no row: a bounded
+ * string's positions each have some 15 states inside their characters, whose rows the check
+ * made (~300 rows and 600 states at a string's first character in a large grammar), and the
+ * walks rarely visit them (a token's characters are taken by the text slice). */
 static int seqs_lead_to(Builder *b, int32_t d, int32_t target, const Seq *seqs, int num_seqs) {
     Vec cur = {NULL, 0, 0}, nxt = {NULL, 0, 0};
     int ok = 1;
-    for (int q = 0; q < num_seqs && ok; q++) {
+    for (int q = 0; q < num_seqs && ok == 1; q++) {
         cur.len = 0;
-        if (vec_push(&cur, d) < 0) goto fail;
-        for (int j = 0; j < seqs[q].len && ok; j++) {
-            const int lo = seqs[q].lo[j], hi = seqs[q].hi[j];
+        if (set_add(&cur, b->set_pool.data + b->set_off[d], b->set_len[d]) < 0) goto fail;
+        for (int j = 0; j < seqs[q].len && ok == 1; j++) {
             nxt.len = 0;
-            for (Py_ssize_t i = 0; i < cur.len && ok; i++) {
-                int32_t s = cur.data[i];
-                if (ensure_row(b, s) < 0) goto fail;
-                const int32_t *row = TRANS(b) + (Py_ssize_t)s * 256;
-                for (int c = lo; c <= hi; c++) {
-                    if (row[c] < 0) { ok = 0; break; }
-                    int dup = 0;
-                    for (Py_ssize_t k = 0; k < nxt.len; k++) if (nxt.data[k] == row[c]) { dup = 1; break; }
-                    if (!dup && vec_push(&nxt, row[c]) < 0) goto fail;
-                }
-            }
-            qsort(nxt.data, nxt.len, sizeof(int32_t), cmp_i32);
+            for (Py_ssize_t i = 0; i < cur.len && ok == 1; i += 1 + cur.data[i])
+                ok = range_sets(b, cur.data + i + 1, cur.data[i], seqs[q].lo[j], seqs[q].hi[j], &nxt);
+            if (ok < 0) goto fail;
             Vec t = cur; cur = nxt; nxt = t;
         }
-        if (ok && !(cur.len == 1 && cur.data[0] == target)) ok = 0;
+        const int32_t n = b->set_len[target];
+        if (ok == 1 && !(cur.len == 1 + n && cur.data[0] == n &&
+                         !memcmp(cur.data + 1, b->set_pool.data + b->set_off[target], n * sizeof(int32_t))))
+            ok = 0;
     }
     free(cur.data);
     free(nxt.data);

@@ -508,22 +508,37 @@ class Builder:
         return self._leads_to(d, target, seqs)
 
     def _leads_to(self, d: int, target: int, seqs: Seqs) -> bool:
+        """Followed on the NFA states' sets, as rows would take them, making no DFA state and no
+        row (as in C: a bounded string's positions each have some 15 states inside their
+        characters, whose rows the check made, and the walks rarely visit them)."""
+        goal = self.sets[target]
         for seq in seqs:
-            cur = {d}
+            cur = [self.sets[d]]
             for lo, hi in seq:
-                nxt: set[int] = set()
-                for s in sorted(cur):  # sorted: rows are made in the same order as in C
-                    if self.dfa.trans[s, 0] == UNKNOWN:
-                        self._build_row(s)
-                    vals = self.dfa.trans[s, lo : hi + 1]
-                    low, high = int(vals.min()), int(vals.max())
-                    if low < 0:
+                nxt: list[frozenset[int]] = []
+                for states in cur:
+                    got = self._range_sets(states, lo, hi)
+                    if got is None:
                         return False
-                    if low == high:
-                        nxt.add(low)
-                    else:
-                        nxt.update(np.unique(vals).tolist())
+                    nxt += [x for x in got if x not in nxt]
                 cur = nxt
-            if cur != {target}:
+            if cur != [goal]:
                 return False
         return True
+
+    def _range_sets(self, states: frozenset[int], lo: int, hi: int) -> list[frozenset[int]] | None:
+        """The closed sets of NFA states the bytes lo..hi lead to from `states` (None: a byte there
+        leads nowhere), the sets a row would make DFA states of."""
+        edges = [e for s in states for e in self.edges[s] if e[0] <= hi and e[1] >= lo]
+        out: list[frozenset[int]] = []
+        a = lo
+        while a <= hi:
+            active = [t for elo, ehi, t in edges if elo <= a <= ehi]
+            if not active:
+                return None
+            end = min([hi + 1] + [elo for elo, _, _ in edges if elo > a] + [ehi + 1 for elo, ehi, _ in edges if elo <= a <= ehi])
+            got = self._closure_of(active)
+            if got not in out:
+                out.append(got)
+            a = end
+        return out

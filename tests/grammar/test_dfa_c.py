@@ -279,6 +279,40 @@ def test_utf8_sequences_agree_on_text_loops():
     assert c.builder.utf8_to(c, 0, 0, UTF8_SEQUENCES) in (True, False)
 
 
+@needs_dfa_c
+@pytest.mark.parametrize(("pattern", "some_true"), [(r"\"([^\"\\\x00-\x1f]|\\.)*\"", True), (r"[a-zé]{0,20}", False),
+                                                   (r"[^\"\\\x00-\x1f]{0,30}x", True), (r"a[\u0100-\uffff]{1,4}", False),
+                                                   (r"(ab|[^a]é)*", True)])
+def test_the_utf8_check_makes_no_state_and_answers_as_the_rows(pattern, some_true):
+    """utf8_to follows the NFA states' sets where a row is not built, making no DFA state and no row
+    (the check made some 15 states a position of a bounded string, each with its row); where rows
+    are built it reads them. Both ways, and both builders, give the same answers."""
+    g = Grammar({"start": regex_to_node(pattern)})
+    answers = []
+    for builder in (dfa_ref.Builder, CBuilder):
+        dfa = LazyDfa(build_nfa(g), 16, None, builder)
+        ascii_states, todo = {dfa.rule_start[0]}, [dfa.rule_start[0]]
+        while todo:  # rows of the states ASCII bytes reach; those inside characters stay unbuilt
+            d = todo.pop()
+            for b in range(128):
+                t = dfa.step(d, b)
+                if t >= 0 and t not in ascii_states:
+                    ascii_states.add(t)
+                    todo.append(t)
+        states, rows = dfa.num_states, int((dfa.trans[: dfa.num_states, 0] != UNKNOWN).sum())
+        assert rows < states  # (some states inside characters)
+        pairs = [(d, t) for d in sorted(ascii_states) for t in sorted(ascii_states)]
+        lazy = [dfa.builder.utf8_to(dfa, d, t, UTF8_SEQUENCES) for d, t in pairs]
+        assert dfa.num_states == states and int((dfa.trans[: dfa.num_states, 0] != UNKNOWN).sum()) == rows
+        d = 0
+        while d < dfa.num_states:  # every row built: now read from the rows
+            dfa.compute_row(d)
+            d += 1
+        assert [dfa.builder.utf8_to(dfa, d, t, UTF8_SEQUENCES) for d, t in pairs] == lazy
+        answers.append(lazy)
+    assert answers[0] == answers[1] and (True in answers[0]) == some_true and False in answers[0]
+
+
 UTF8_SCHEMAS = [
     {"type": "object", "properties": {"s": {"type": "string", "maxLength": 5}}},
     {"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": {"type": "string"}},
