@@ -14,7 +14,11 @@ except ImportError:  # built by setup.py; without a C compiler the reference bui
     CBuilder = None
 
 DEFAULT_BUILDER = CBuilder or dfa_ref.Builder
-MAX_FIRST_ROWS = 1 << 14  # first table size: the NFA's state count rounded up to a power of two, capped
+# First table size: the NFA's state count rounded up to a power of two, capped here (64 MiB of address
+# space for the transitions, faulted in as rows are made): a doubling copies every row inside the fill
+# that made the state (16k -> 32k rows: 8-18 ms, in sp_409 of the dev data, whose 65k-state NFA makes
+# 28k DFA states); at 1 << 14 it did, and its fills' mean was 24-26 us against 21-23 (SmolLM2, idle).
+MAX_FIRST_ROWS = 1 << 16
 
 
 class LazyDfa:
