@@ -320,19 +320,11 @@ static int32_t intern(Builder *b, const int32_t *x, Py_ssize_t n) {
     return d;
 }
 
-/* The DFA state of the union of the closures of NFA states ts[0..n). */
-static int32_t target_of(Builder *b, const int32_t *ts, Py_ssize_t n) {
-    if (n == 1 && b->single[ts[0]]) return b->single[ts[0]] - 1;
+/* b->scratch = the sorted union of the closures of NFA states ts[0..n) (ts not in b->scratch); 0 or -1. */
+static int closure_union(Builder *b, const int32_t *ts, Py_ssize_t n) {
     int32_t off, len;
-    for (Py_ssize_t i = 0; i < n; i++)
+    for (Py_ssize_t i = 0; i < n; i++)  /* (first all closures: making one uses scratch) */
         if (closure_of(b, ts[i], &off, &len) < 0) return -1;
-    int32_t d;
-    if (n == 1) {
-        closure_of(b, ts[0], &off, &len);
-        d = intern(b, b->cl_pool.data + off, len);
-        if (d >= 0) b->single[ts[0]] = d + 1;
-        return d;
-    }
     uint32_t g = next_gen(&b->gen_b, b->mark_b, b->num_nfa);
     b->scratch.len = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -343,6 +335,20 @@ static int32_t target_of(Builder *b, const int32_t *ts, Py_ssize_t n) {
         }
     }
     qsort(b->scratch.data, b->scratch.len, sizeof(int32_t), cmp_i32);
+    return 0;
+}
+
+/* The DFA state of the union of the closures of NFA states ts[0..n). */
+static int32_t target_of(Builder *b, const int32_t *ts, Py_ssize_t n) {
+    if (n == 1 && b->single[ts[0]]) return b->single[ts[0]] - 1;
+    int32_t off, len, d;
+    if (n == 1) {
+        if (closure_of(b, ts[0], &off, &len) < 0) return -1;
+        d = intern(b, b->cl_pool.data + off, len);
+        if (d >= 0) b->single[ts[0]] = d + 1;
+        return d;
+    }
+    if (closure_union(b, ts, n) < 0) return -1;
     /* intern may call Python (_grow), which cannot touch scratch; copy anyway for safety */
     Vec tmp = {NULL, 0, 0};
     if (vec_reserve(&tmp, b->scratch.len) < 0) return -1;
@@ -616,22 +622,7 @@ static int range_sets(Builder *b, const int32_t *x, Py_ssize_t n, int lo, int hi
         }
         if (rc < 0) break;
         if (!active.len) { rc = 0; break; }
-        int32_t off, len;
-        for (Py_ssize_t i = 0; i < active.len && rc == 1; i++)
-            if (closure_of(b, active.data[i], &off, &len) < 0) rc = -1;
-        if (rc < 0) break;
-        const uint32_t g = next_gen(&b->gen_b, b->mark_b, b->num_nfa);
-        b->scratch.len = 0;
-        for (Py_ssize_t i = 0; i < active.len && rc == 1; i++) {
-            closure_of(b, active.data[i], &off, &len);
-            for (int32_t k = 0; k < len; k++) {
-                const int32_t y = b->cl_pool.data[off + k];
-                if (b->mark_b[y] != g) { b->mark_b[y] = g; if (vec_push(&b->scratch, y) < 0) { rc = -1; break; } }
-            }
-        }
-        if (rc < 0) break;
-        qsort(b->scratch.data, b->scratch.len, sizeof(int32_t), cmp_i32);
-        if (set_add(out, b->scratch.data, b->scratch.len) < 0) rc = -1;
+        if (closure_union(b, active.data, active.len) < 0 || set_add(out, b->scratch.data, b->scratch.len) < 0) rc = -1;
         a = e;
     }
     free(active.data);
