@@ -58,6 +58,17 @@ def _output_flags(serve: argparse.ArgumentParser) -> None:
                             "its properties admits no others, as vLLM's xgrammar backend)")
 
 
+def _store_flags(serve: argparse.ArgumentParser) -> None:
+    group = serve.add_argument_group("response store (/v1/responses, previous_response_id)")
+    group.add_argument("--response-store", default=None, metavar="PATH|memory|none",
+                       help="a SQLite file that keeps stored responses across restarts (default: "
+                            "~/.cache/agent-gateway/responses.sqlite3), memory (lost at exit) or none (no store)")
+    group.add_argument("--response-store-max-mb", type=float, default=256.0,
+                       help="size bound of the stored responses; past it the oldest are deleted first")
+    group.add_argument("--response-store-max-age-days", type=float, default=30.0,
+                       help="stored responses older than this are deleted (0: no age limit)")
+
+
 def _engine_flags(serve: argparse.ArgumentParser) -> None:
     group = serve.add_argument_group("engine")
     group.add_argument("--model", default=None, help="HF folder or GGUF file (default: the embedded SmolLM2-135M-Instruct)")
@@ -135,5 +146,6 @@ def build_parser() -> argparse.ArgumentParser:
     _speculative_flags(serve)
     _server_flags(serve)
     _output_flags(serve)
+    _store_flags(serve)
     _embedding_flags(serve)
     return parser
