@@ -83,10 +83,11 @@ class Compiler:
         return compiled
 
     def compile_json_schema(self, schema: dict[str, Any] | str | bool, whitespace: str = "compact",
-                            strict: bool = False) -> CompiledGrammar:
+                            strict: bool = False, property_order: str = "declared") -> CompiledGrammar:
         """See the module function."""
         text = schema if isinstance(schema, str) else _key_text(schema)
-        return self._cached(("json", text, whitespace, strict), lambda: compile_schema_to_grammar(schema, whitespace, strict))
+        return self._cached(("json", text, whitespace, strict, property_order),
+                            lambda: compile_schema_to_grammar(schema, whitespace, strict, property_order))
 
     def compile_regex(self, pattern: str) -> CompiledGrammar:
         return self._cached(("regex", pattern), lambda: Grammar({"start": regex_to_node(pattern)}))
@@ -142,12 +143,13 @@ def prepare(vocab: Vocabulary) -> None:
 
 
 def compile_json_schema(schema: dict[str, Any] | str | bool, vocab: Vocabulary, whitespace: str = "compact",
-                        strict: bool = False) -> CompiledGrammar:
-    """A grammar for JSON documents valid under `schema` (declared property order). `strict`: an
+                        strict: bool = False, property_order: str = "declared") -> CompiledGrammar:
+    """A grammar for JSON documents valid under `schema`; `property_order` "declared" (objects'
+    declared properties in the schema's order) or "any" (grammar/frontends/json_order.py). `strict`: an
     object schema that names its properties (properties, patternProperties, required) without
     saying `additionalProperties` admits only those, and `prefixItems` without `items` admit nothing
     after them (xgrammar's strict mode, OpenAI's strict tools); False keeps JSON Schema's meaning."""
-    return compiler_for(vocab).compile_json_schema(schema, whitespace, strict)
+    return compiler_for(vocab).compile_json_schema(schema, whitespace, strict, property_order)
 
 
 def compile_regex(pattern: str, vocab: Vocabulary) -> CompiledGrammar:

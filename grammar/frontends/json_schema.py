@@ -13,8 +13,9 @@ from grammar.frontends.json_merge import (ANNOTATIONS, ONE_OF_REQUIRED, check_ke
 from grammar.frontends.json_closed import closed_copy
 from grammar.frontends.json_numbers import integer_node, number_node
 from grammar.frontends.json_one_of import narrow_one_of
+from grammar.frontends.json_order import MAX_ANY_ORDER_SIZE, check_property_order
 from grammar.frontends.json_objects import array_node, object_node
-from grammar.frontends.json_text import ANY_VALUE, add_any_value, any_json_char, json_literal, literal_texts, quoted, string_body, whitespace
+from grammar.frontends.json_text import LOG, ANY_VALUE, add_any_value, any_json_char, json_literal, literal_texts, quoted, string_body, whitespace
 from grammar.time_limit import check_time_limit
 
 TYPES = ("null", "boolean", "object", "array", "number", "integer", "string")
@@ -29,11 +30,14 @@ TYPE_KEYWORDS = {
 
 class SchemaCompiler:
     """Compiles one JSON Schema document; rules are created per `$ref` target (recursion-safe).
-    `strict` closes objects and tuples that do not say they are open (grammar/frontends/json_closed.py)."""
+    `strict` closes objects and tuples that do not say they are open (grammar/frontends/json_closed.py);
+    `property_order` is "declared" or "any" (grammar/frontends/json_order.py)."""
 
-    def __init__(self, root: Any, whitespace_mode: str, strict: bool = False) -> None:
+    def __init__(self, root: Any, whitespace_mode: str, strict: bool = False, property_order: str = "declared") -> None:
         self.root = root
         self.strict = strict
+        self.property_order = check_property_order(property_order)
+        self.order_budget = [MAX_ANY_ORDER_SIZE]
         self.grammar = Grammar()
         self.whitespace_mode = whitespace_mode
         self.ws = whitespace(whitespace_mode)
@@ -275,6 +279,8 @@ class SchemaCompiler:
 
     def number(self, schema: dict[str, Any], where: str) -> Node:
         fmt = _numeric_format(schema, where)
+        if fmt is None and "format" in schema:  # an annotation, logged once
+            schema = {k: v for k, v in schema.items() if k != "format"}
         if fmt in INTEGER_FORMATS:  # an int32 number is an integer in that range
             return self.integer(schema, where)
         mult = schema.get("multipleOf")
@@ -292,17 +298,23 @@ class SchemaCompiler:
         return number_node(lo, hi, decimals, lo_ex, hi_ex)
 
 
-# Formats on numbers (OpenAPI, draft 3): the integer ones are ranges; float, double and
-# utc-millisec are any number (float's 3.4e38 range is not enforced); others raise.
-INTEGER_FORMATS = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1), "uint32": (0, 2**32 - 1),
-                   "uint64": (0, 2**64 - 1)}  # fmt: skip
-NUMBER_FORMATS = frozenset({"float", "double", "utc-millisec"})
+# Formats on numbers (OpenAPI, draft 3): the integer ones are ranges; float, double, utc-millisec
+# and timestamp are any number (float's 3.4e38 range is not enforced); any other is an annotation
+# (JSON Schema's meaning of a format it does not define): the number compiles without it, logged.
+INTEGER_FORMATS = {"int8": (-(2**7), 2**7 - 1), "int16": (-(2**15), 2**15 - 1), "int32": (-(2**31), 2**31 - 1),
+                   "int64": (-(2**63), 2**63 - 1), "uint8": (0, 2**8 - 1), "uint16": (0, 2**16 - 1),
+                   "uint32": (0, 2**32 - 1), "uint64": (0, 2**64 - 1)}  # fmt: skip
+NUMBER_FORMATS = frozenset({"float", "double", "utc-millisec", "timestamp"})
 
 
 def _numeric_format(schema: dict[str, Any], where: str) -> str | None:
     fmt = schema.get("format")
+    if fmt is not None and not isinstance(fmt, str):
+        raise GrammarError(f"{where}/format: must be a string")
     if fmt is not None and fmt not in INTEGER_FORMATS and fmt not in NUMBER_FORMATS:
-        raise GrammarError(f"{where}/format: unsupported format {fmt!r} for numbers")
+        LOG.warning("%s/format: unknown format %r for numbers, compiled as any number in the bounds (an annotation)",
+                    where or "", fmt)
+        return None
     return fmt
 
 
@@ -313,10 +325,10 @@ def _ref_target(ref: Any, where: str) -> str:
 
 
 def compile_schema_to_grammar(schema: dict[str, Any] | str | bool, whitespace_mode: str = "compact",
-                              strict: bool = False) -> Grammar:
+                              strict: bool = False, property_order: str = "declared") -> Grammar:
     if isinstance(schema, str):
         try:
             schema = json.loads(schema)
         except json.JSONDecodeError as exc:
             raise GrammarError(f"schema is not valid JSON: {exc}") from None
-    return SchemaCompiler(schema, whitespace_mode, strict).compile()
+    return SchemaCompiler(schema, whitespace_mode, strict, property_order).compile()
