@@ -56,6 +56,9 @@ def _output_flags(serve: argparse.ArgumentParser) -> None:
     group.add_argument("--structured-outputs-open-objects", action="store_true",
                        help="JSON schemas keep JSON Schema's open objects and tuples (default: an object that names "
                             "its properties admits no others, as vLLM's xgrammar backend)")
+    group.add_argument("--structured-outputs-property-order", default="declared", choices=["declared", "any"],
+                       help="JSON schemas' object properties: in the schema's declared order (default; as OpenAI, "
+                            "xgrammar and llguidance) or in any order (small objects; grammar/README.md)")
 
 
 def _store_flags(serve: argparse.ArgumentParser) -> None:
