@@ -38,8 +38,18 @@ async def read_named_events(response) -> list[tuple[str, dict]]:
     return events
 
 
-def sdk(client) -> openai.AsyncOpenAI:
-    return openai.AsyncOpenAI(base_url=str(client.make_url("/v1")), api_key="x", max_retries=0)
+@pytest.fixture
+async def sdk():
+    """sdk(test_client) -> the official client on that server; closed after the test."""
+    made = []
+
+    def make(client) -> openai.AsyncOpenAI:
+        made.append(openai.AsyncOpenAI(base_url=str(client.make_url("/v1")), api_key="x", max_retries=0))
+        return made[-1]
+
+    yield make
+    for api in made:
+        await api.close()
 
 
 async def test_whole_response(client):
@@ -73,7 +83,7 @@ async def test_stream_event_sequence(client):
     assert final["output"][0]["content"][0]["text"] == TEXT and final["usage"]["output_tokens"] > 0
 
 
-async def test_sdk_create_and_stream_agree(client):
+async def test_sdk_create_and_stream_agree(client, sdk):
     api = sdk(client)
     whole = await api.responses.create(model="fake-model", input="Hi")
     assert whole.output_text == TEXT
@@ -148,7 +158,7 @@ async def test_text_format_json_schema(make_client):
     assert resp.status == 400 and (await resp.json())["error"]["param"] == "text.format"
 
 
-async def test_sdk_parse_with_pydantic(make_client):
+async def test_sdk_parse_with_pydantic(make_client, sdk):
     from pydantic import BaseModel
 
     class City(BaseModel):
