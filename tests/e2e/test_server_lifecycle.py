@@ -98,7 +98,7 @@ async def test_ctrl_c_drains_in_flight_requests(small_server):
     events = [e[len(b"data: "):] for e in body.split(b"\n\n") if e]
     assert events[-1] == b"[DONE]"
     assert json.loads(events[-2])["choices"][0]["finish_reason"] == "length"
-    code = await asyncio.to_thread(small_server.proc.wait, 60)
+    code = await asyncio.to_thread(small_server.proc.wait, 120)
     assert code == 0, small_server.output
     assert "Gateway stopped." in small_server.output
     assert "Traceback" not in small_server.output
