@@ -25,7 +25,14 @@ from schemas.openai import (
     ModelList,
     TokenizeRequest,
 )
-from schemas.anthropic import CountTokensRequest, CountTokensResponse, Message, MessagesRequest, StreamEvent
+from schemas.anthropic import (
+    CountTokensRequest,
+    CountTokensResponse,
+    ErrorEvent,
+    Message,
+    MessagesRequest,
+    StreamEvent,
+)
 from schemas.openai_responses import InputItemList, Response, ResponseDeleted, ResponsesRequest, ResponseStreamEvent
 from schemas.openai_embeddings import EmbeddingRequest, EmbeddingResponse
 from schemas.openai_server import DetokenizeResponse, HealthResponse, ProfileResponse, TokenizeResponse
@@ -43,6 +50,7 @@ class Operation:
     response: type | None = None
     stream: type | None = None
     media_type: str = "application/json"
+    error: type = ErrorBody  # the API's error body (Anthropic's on /v1/messages)
 
 
 OPERATIONS: dict[tuple[str, str], Operation] = {
@@ -57,9 +65,9 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
     ("GET", "/v1/responses/{response_id}/input_items"): Operation("A stored response's input items", None,
                                                                   InputItemList),
     ("POST", "/v1/messages"): Operation("Anthropic Messages API (stream: true answers with SSE events)",
-                                        MessagesRequest, Message, StreamEvent),
+                                        MessagesRequest, Message, StreamEvent, error=ErrorEvent),
     ("POST", "/v1/messages/count_tokens"): Operation("Anthropic Messages API: the prompt's token count",
-                                                     CountTokensRequest, CountTokensResponse),
+                                                     CountTokensRequest, CountTokensResponse, error=ErrorEvent),
     ("POST", "/v1/embeddings"): Operation("Embeddings of strings or token ids", EmbeddingRequest, EmbeddingResponse),
     ("GET", "/v1/models"): Operation("The served models (chat and embedding)", None, ModelList),
     ("GET", "/v1/models/{model_id}"): Operation("One served model", None, ModelCard),
@@ -76,7 +84,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
 def _types() -> list[type]:
     found = [ErrorBody]
     for op in OPERATIONS.values():
-        found += [t for t in (op.request, op.response, op.stream) if _is_typed(t)]
+        found += [t for t in (op.request, op.response, op.stream, op.error) if _is_typed(t)]
     return list(dict.fromkeys(found))
 
 
@@ -104,7 +112,7 @@ def _operation(method: str, path: str, op: Operation | None, refs: dict[type, di
         ok["content"] = _content(refs.get(op.response) or msgspec.json.schema(op.response), op)
         if op.stream is not None:
             ok["content"]["text/event-stream"] = {"schema": refs[op.stream]}
-    error = {"description": "An OpenAI error body", "content": {"application/json": {"schema": refs[ErrorBody]}}}
+    error = {"description": "An error body", "content": {"application/json": {"schema": refs[op.error]}}}
     out["responses"] = {"200": ok, "4XX": error, "5XX": error}
     return out
 

@@ -210,6 +210,8 @@ class ErrorDetail(msgspec.Struct, kw_only=True):
 
 
 class ErrorEvent(_Event, tag="error"):
+    """A stream's error event, and the body of every error reply (`{"type": "error", "error": {...}}`)."""
+
     error: ErrorDetail
 
 

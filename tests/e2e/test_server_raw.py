@@ -102,6 +102,8 @@ async def test_openapi_describes_every_route(http):
     validate(spec)
     assert {"/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/models", "/v1/models/{model_id}",
             "/health", "/metrics", "/tokenize", "/detokenize", "/openapi.json",
+            "/v1/responses", "/v1/responses/{response_id}", "/v1/responses/{response_id}/input_items",
+            "/v1/messages", "/v1/messages/count_tokens",
             "/", "/playground", "/static/{name}"} == set(spec["paths"])  # fmt: skip
 
 

@@ -12,7 +12,7 @@ import pytest
 from gateway.parser_config import ParserConfig
 from gateway.state import GatewaySettings
 from tests.gateway.fake_engine import DEFAULT_PIECES
-from tests.gateway.test_responses import read_named_events
+from tests.gateway.sse_helpers import read_named_events
 
 TEXT = "".join(DEFAULT_PIECES)
 CALL_TEXT = ["Checking.", "<tool_call>", '{"name": "get_weather", "arg', 'uments": {"city": "Pa', 'ris"}}', "</tool_call>"]

@@ -12,6 +12,7 @@ import pytest
 from gateway.parser_config import ParserConfig
 from gateway.state import GatewaySettings
 from tests.gateway.fake_engine import DEFAULT_PIECES
+from tests.gateway.sse_helpers import read_named_events
 
 TEXT = "".join(DEFAULT_PIECES)
 CALL_TEXT = ["Let me check.", "<tool_call>", '{"name": "get_weather", "arg', 'uments": {"city": "Pa', 'ris"}}',
@@ -23,19 +24,6 @@ TOOLS = [{"type": "function", "name": "get_weather", "description": "Weather of 
 
 def _script(pieces):
     return lambda prompt_ids, params: list(pieces)
-
-
-async def read_named_events(response) -> list[tuple[str, dict]]:
-    """(event name, data) of an `event:` / `data:` SSE stream."""
-    events, buffer = [], b""
-    async for data in response.content.iter_any():
-        buffer += data
-        while b"\n\n" in buffer:
-            raw, buffer = buffer.split(b"\n\n", 1)
-            name, data_line = raw.split(b"\n")
-            assert name.startswith(b"event: ") and data_line.startswith(b"data: "), raw
-            events.append((name[7:].decode(), json.loads(data_line[6:])))
-    return events
 
 
 @pytest.fixture
