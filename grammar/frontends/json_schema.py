@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import math
 from typing import Any
 
@@ -15,9 +16,11 @@ from grammar.frontends.json_numbers import integer_node, number_node
 from grammar.frontends.json_one_of import narrow_one_of
 from grammar.frontends.json_order import MAX_ANY_ORDER_SIZE, check_property_order
 from grammar.frontends.json_objects import array_node, object_node
-from grammar.frontends.json_text import LOG, ANY_VALUE, add_any_value, any_json_char, json_literal, literal_texts, quoted, string_body, whitespace
+from grammar.frontends.json_text import (ANY_VALUE, add_any_value, any_json_char, json_literal, literal_texts, quoted,
+                                         string_body, string_format, whitespace)
 from grammar.time_limit import check_time_limit
 
+LOG = logging.getLogger("grammar")
 TYPES = ("null", "boolean", "object", "array", "number", "integer", "string")
 TYPE_KEYWORDS = {
     "string": ("minLength", "maxLength", "pattern", "format"),
@@ -45,6 +48,7 @@ class SchemaCompiler:
         self.ref_rules: dict[str, str] = {}
         self.languages: dict[str, Any] = {}  # regular languages made once per compile (json_text.string_body)
         self.pending: list[tuple[str, Any, str]] = []
+        self.noted_formats: set[str] = set()  # pointers of unknown formats logged
 
     def compile(self) -> Grammar:
         grammar = self.finish(self.node(self.root, ""))
@@ -201,6 +205,12 @@ class SchemaCompiler:
         rest = {k: v for k, v in rest.items() if k != "nullable"}
         return {**rest, "type": "object", ONE_OF_REQUIRED: [required]}
 
+    def unknown_format(self, where: str, fmt: Any) -> None:
+        """One log line per schema location for a format we do not know: an annotation, left out."""
+        if where not in self.noted_formats:
+            self.noted_formats.add(where)
+            LOG.warning("%s/format: unknown format %r, compiled as its base type (an annotation)", where or "", fmt)
+
     def enum(self, schema: dict[str, Any], where: str) -> Node:
         values = [schema["const"]] if "const" in schema else schema["enum"]
         if not isinstance(values, list):
@@ -233,6 +243,8 @@ class SchemaCompiler:
         if t == "boolean":
             return alt(lit("true"), lit("false"))
         if t == "string":
+            if "format" in schema and string_format(schema, where) is None:
+                self.unknown_format(where, schema["format"])
             return quoted(string_body(schema, where, self.char, self.languages))
         if t == "integer":
             return self.integer(schema, where)
@@ -264,6 +276,8 @@ class SchemaCompiler:
         ilo = None if lo is None else (math.floor(lo) + 1 if lo_ex else math.ceil(lo))
         ihi = None if hi is None else (math.ceil(hi) - 1 if hi_ex else math.floor(hi))
         fmt = _numeric_format(schema, where)
+        if fmt is None and "format" in schema:
+            self.unknown_format(where, schema["format"])
         if fmt in INTEGER_FORMATS:
             flo, fhi = INTEGER_FORMATS[fmt]
             ilo, ihi = max(flo, ilo) if ilo is not None else flo, min(fhi, ihi) if ihi is not None else fhi
@@ -279,7 +293,8 @@ class SchemaCompiler:
 
     def number(self, schema: dict[str, Any], where: str) -> Node:
         fmt = _numeric_format(schema, where)
-        if fmt is None and "format" in schema:  # an annotation, logged once
+        if fmt is None and "format" in schema:
+            self.unknown_format(where, schema["format"])
             schema = {k: v for k, v in schema.items() if k != "format"}
         if fmt in INTEGER_FORMATS:  # an int32 number is an integer in that range
             return self.integer(schema, where)
@@ -311,11 +326,7 @@ def _numeric_format(schema: dict[str, Any], where: str) -> str | None:
     fmt = schema.get("format")
     if fmt is not None and not isinstance(fmt, str):
         raise GrammarError(f"{where}/format: must be a string")
-    if fmt is not None and fmt not in INTEGER_FORMATS and fmt not in NUMBER_FORMATS:
-        LOG.warning("%s/format: unknown format %r for numbers, compiled as any number in the bounds (an annotation)",
-                    where or "", fmt)
-        return None
-    return fmt
+    return fmt if fmt in INTEGER_FORMATS or fmt in NUMBER_FORMATS else None
 
 
 def _ref_target(ref: Any, where: str) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import logging
 import re
 from functools import lru_cache
 from typing import Any
@@ -17,7 +16,6 @@ from grammar.frontends.json_numbers import number_node
 from grammar.frontends.regex import Ranges, regex_to_node
 from grammar.frontends.unicode import ALL_CHARS, FRAGMENT_CACHE, codepoint_ranges_to_node
 
-LOG = logging.getLogger("grammar")
 SPECIAL: Ranges = ((0, 31), (34, 34), (92, 92))
 _SHORT = {8: "b", 9: "t", 10: "n", 12: "f", 13: "r", 34: '"', 92: "\\"}
 HEX = Bytes(((48, 57), (65, 70), (97, 102)))
@@ -101,7 +99,8 @@ UNENFORCED_FORMATS = frozenset({"idn-email", "idn-hostname", "iri", "iri-referen
 
 def string_format(schema: dict[str, Any], where: str) -> str | None:
     """The regex of the schema's `format`, None when it has none or one we do not know: JSON Schema
-    makes an unknown format an annotation, so the string compiles without it (one log line)."""
+    makes an unknown format an annotation, so the string compiles without it (the schema compiler
+    logs it: json_schema.py SchemaCompiler.unknown_format)."""
     fmt = schema.get("format")
     if fmt is None:
         return None
@@ -111,7 +110,6 @@ def string_format(schema: dict[str, Any], where: str) -> str | None:
     if regex is None:
         if fmt in UNENFORCED_FORMATS:
             raise GrammarError(f"{where}/format: format {fmt!r} cannot be enforced exactly")
-        LOG.warning("%s/format: unknown format %r, compiled as any string (an annotation)", where or "", fmt)
     return regex
 
 

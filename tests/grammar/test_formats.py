@@ -141,3 +141,11 @@ def test_format_aliases_are_enforced(schema: dict, good: list[str], bad: list[st
 def test_formats_we_cannot_enforce_raise_with_their_pointer(schema: dict, pointer: str) -> None:
     with pytest.raises(grammar.GrammarError, match=pointer):
         grammar.compile_json_schema(schema, VOCAB)
+
+
+def test_an_unknown_format_on_several_types_is_one_line(caplog) -> None:
+    schema = {"type": ["string", "integer", "number"], "format": "ports"}
+    with caplog.at_level("WARNING", logger="grammar"):
+        g = grammar.compile_json_schema(schema, VOCAB)
+    assert len([r for r in caplog.records if "unknown format" in r.getMessage()]) == 1
+    assert accepts_text(g, '"80:80"') and accepts_text(g, "8080") and accepts_text(g, "1.5")
