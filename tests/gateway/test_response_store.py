@@ -144,3 +144,18 @@ async def _ids(client) -> list[str]:
     from gateway.routes_responses import STORE
 
     return await client.app[STORE].ids()
+
+
+def test_store_flags_reach_the_settings(tmp_path):
+    from gateway import cli
+    from gateway.cli_args import build_parser
+    from gateway.response_store import default_store_path
+
+    settings, _ = cli._settings(build_parser().parse_args(["serve"]))
+    assert settings.response_store == str(default_store_path()) and settings.response_store_max_mb == 256
+    assert settings.response_store_max_age_s == 30 * 86400
+    argv = ["serve", "--response-store", "memory", "--response-store-max-mb", "8", "--response-store-max-age-days", "0"]
+    settings, _ = cli._settings(build_parser().parse_args(argv))
+    assert (settings.response_store, settings.response_store_max_mb, settings.response_store_max_age_s) == ("memory", 8, None)
+    with pytest.raises(ValueError, match="--response-store-max-mb"):
+        cli._settings(build_parser().parse_args(["serve", "--response-store-max-mb", "0"]))

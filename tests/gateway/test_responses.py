@@ -196,3 +196,24 @@ async def test_disconnect_frees_blocks(make_client):
             break
         await asyncio.sleep(0.02)
     assert fake.num_free_blocks == fake.num_total_blocks and fake.aborted
+
+
+async def test_an_engine_that_dies_mid_stream_ends_in_each_apis_error_event(make_client):
+    client = await make_client(step_delay_s=0.05)
+    for path, body, last in [("/v1/responses", {"input": "Hi"}, "response.failed"),
+                             ("/v1/messages", {"model": "fake-model", "max_tokens": 50,
+                                               "messages": [{"role": "user", "content": "Hi"}]}, "error")]:  # fmt: skip
+        resp = await client.post(path, json={**body, "stream": True})
+        await resp.content.readuntil(b"\n\n")
+        client.fakes[-1].kill()
+        events = await read_named_events(resp)
+        name, data = events[-1]
+        assert name == last, events
+        if path == "/v1/responses":
+            assert data["response"]["status"] == "failed" and data["response"]["error"]["code"] == "engine_unavailable"
+        else:
+            assert data == {"type": "error", "error": {"type": "overloaded_error", "message": data["error"]["message"]}}
+        for _ in range(100):  # the pool replaces the dead core
+            if (await client.get("/health")).status == 200:
+                break
+            await asyncio.sleep(0.02)
