@@ -49,6 +49,22 @@ def check_keywords(schema: dict[str, Any], where: str) -> None:
         raise GrammarError(f"{where}/uniqueItems: keyword 'uniqueItems' is not supported")
 
 
+def as_standard(schema: Any) -> Any:
+    """`schema` with the internal keywords (ONE_OF_REQUIRED, FORBID, EXCLUDE_STRINGS) spelled in
+    standard JSON Schema, for a validator (which would ignore them) to check values against."""
+    if isinstance(schema, list):
+        return [as_standard(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: as_standard(v) for k, v in schema.items() if k not in (ONE_OF_REQUIRED, FORBID, EXCLUDE_STRINGS)}
+    extra: list[Any] = [{"oneOf": [{"required": list(r)} for r in group]} for group in schema.get(ONE_OF_REQUIRED, [])]
+    extra += [{"not": {"required": [name]}} for name in schema.get(FORBID, [])]
+    extra += [{"not": {"type": "string", **as_standard(c)}} for c in schema.get(EXCLUDE_STRINGS, [])]
+    if extra:
+        out["allOf"] = [*out.get("allOf", []), *extra]
+    return out
+
+
 def resolve_pointer(root: Any, pointer: str, where: str) -> Any:
     """The subschema at a JSON pointer ('' = root) of the document."""
     cur = root

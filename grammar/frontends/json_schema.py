@@ -9,9 +9,10 @@ from typing import Any
 
 from grammar.errors import GrammarError
 from grammar.ir import NOTHING, Grammar, Node, Ref, alt, is_nothing, lit, literals
-from grammar.frontends.json_merge import (ANNOTATIONS, ONE_OF_REQUIRED, check_keywords, merge_all, one_of_disjoint,
+from grammar.frontends.json_merge import (ANNOTATIONS, ONE_OF_REQUIRED, as_standard, check_keywords, merge_all, one_of_disjoint,
                                  required_only, resolve_pointer)
 from grammar.frontends.json_closed import closed_copy
+from grammar.frontends.json_conditions import if_then_else
 from grammar.frontends.json_numbers import integer_node, number_node
 from grammar.frontends.json_one_of import narrow_one_of
 from grammar.frontends.json_order import MAX_ANY_ORDER_SIZE, check_property_order
@@ -84,6 +85,8 @@ class SchemaCompiler:
             return NOTHING
         if not isinstance(schema, dict):
             raise GrammarError(f"{where or '/'}: a schema must be an object or a boolean")
+        if "if" in schema or "then" in schema or "else" in schema:
+            return self.node(if_then_else(schema, where), where)
         check_keywords(schema, where)
         if "$ref" in schema:
             rest = {k: v for k, v in schema.items() if k not in ANNOTATIONS and k != "$ref"}
@@ -235,7 +238,8 @@ class SchemaCompiler:
 
         validator = jsonschema.validators.validator_for(self.root if isinstance(self.root, dict) else {})
         defs = {k: self.root.get(k, {}) for k in ("$defs", "definitions")} if isinstance(self.root, dict) else {}
-        return validator(closed_copy({**rest, **defs}) if self.strict else {**rest, **defs})
+        body = closed_copy({**rest, **defs}) if self.strict else {**rest, **defs}
+        return validator(as_standard(body))  # closed first: the standard spelling adds schemas not to close
 
     def typed(self, t: str, schema: dict[str, Any], where: str) -> Node:
         if t == "null":
