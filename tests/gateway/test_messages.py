@@ -171,3 +171,20 @@ async def test_disconnect_frees_blocks(make_client):
             break
         await asyncio.sleep(0.02)
     assert fake.num_free_blocks == fake.num_total_blocks and fake.aborted
+
+
+async def test_chat_limits_hold_in_each_apis_shape(make_client):
+    client = await make_client(GatewaySettings(max_body_bytes=1024, api_keys=("k",)))
+    big = "x" * 5000
+    resp = await client.post("/v1/responses", json={"input": big}, headers={"Authorization": "Bearer k"})
+    assert resp.status == 413 and (await resp.json())["error"]["code"] == "request_too_large"
+    resp = await client.post("/v1/messages", headers={"x-api-key": "k"},
+                             json={"model": "fake-model", "max_tokens": 8, "messages": [{"role": "user", "content": big}]})
+    assert resp.status == 413 and (await resp.json())["error"]["type"] == "request_too_large"
+    resp = await client.post("/v1/responses", json={"input": "x"})
+    assert resp.status == 401 and (await resp.json())["error"]["code"] == "invalid_api_key"
+    resp = await client.post("/v1/messages/count_tokens", json={"model": "fake-model", "messages": USER})
+    assert resp.status == 401 and (await resp.json()) == {"type": "error", "error": {
+        "type": "authentication_error", "message": "Incorrect API key provided."}}
+    resp = await client.get("/v1/responses/resp_x", headers={"x-api-key": "k"})
+    assert resp.status == 404  # x-api-key opens every route, as a bearer key does
