@@ -4,6 +4,8 @@ and the stored record that `previous_response_id` continues from."""
 
 from __future__ import annotations
 
+import logging
+import sqlite3
 import time
 from typing import Any
 
@@ -37,6 +39,7 @@ from schemas.openai_responses import (
 )
 
 _ENCODER = msgspec.json.Encoder()
+log = logging.getLogger("gateway")
 _ITEM_PREFIX = {"reasoning": "rs", "text": "msg", "tool_call": "fc"}
 
 
@@ -127,7 +130,10 @@ class ResponsesCall:
         own = [item_dict(item) for item in self.items]
         conversation = [item_dict(item) for item in self.history] + own + msgspec.to_builtins(response.output)
         record = StoredResponse(_ENCODER.encode(response), _ENCODER.encode(own), _ENCODER.encode(conversation))
-        await self.store.save(self.id, record)
+        try:
+            await self.store.save(self.id, record)
+        except sqlite3.Error:  # a full or broken disk: the reply still goes out, unstored
+            log.exception("storing response %s failed", self.id)
 
     # --- streaming -------------------------------------------------------------------------
 

@@ -28,8 +28,9 @@ def weather_script(tokenizer):
     return script
 
 
-@pytest.mark.parametrize("model_class", ["OpenAIChatCompletionsModel", "OpenAIResponsesModel"])
-async def test_agent_calls_its_tool_and_answers_with_the_result(make_client, tokenizer, model_class):
+@pytest.mark.parametrize("model_class, streamed", [("OpenAIChatCompletionsModel", False), ("OpenAIResponsesModel", False),
+                                                   ("OpenAIChatCompletionsModel", True), ("OpenAIResponsesModel", True)])
+async def test_agent_calls_its_tool_and_answers_with_the_result(make_client, tokenizer, model_class, streamed):
     agents.set_tracing_disabled(True)
     calls = []
 
@@ -46,7 +47,12 @@ async def test_agent_calls_its_tool_and_answers_with_the_result(make_client, tok
         model = getattr(agents, model_class)(model="fake-model", openai_client=api)
         agent = agents.Agent(name="weather", instructions="Answer with the tool's result.", tools=[get_weather],
                              model=model, model_settings=agents.ModelSettings(tool_choice="required"))  # fmt: skip
-        result = await agents.Runner.run(agent, "What is the weather in Paris?", max_turns=4)
+        if streamed:  # the SDK consumes the SSE events itself (Responses: the item and argument events)
+            result = agents.Runner.run_streamed(agent, "What is the weather in Paris?", max_turns=4)
+            kinds = [event.type async for event in result.stream_events()]
+            assert "raw_response_event" in kinds and "run_item_stream_event" in kinds
+        else:
+            result = await agents.Runner.run(agent, "What is the weather in Paris?", max_turns=4)
     finally:
         await api.close()
     assert calls == ["Paris"]

@@ -159,3 +159,20 @@ def test_store_flags_reach_the_settings(tmp_path):
     assert (settings.response_store, settings.response_store_max_mb, settings.response_store_max_age_s) == ("memory", 8, None)
     with pytest.raises(ValueError, match="--response-store-max-mb"):
         cli._settings(build_parser().parse_args(["serve", "--response-store-max-mb", "0"]))
+
+
+async def test_a_failing_store_still_answers(make_client, tokenizer, caplog):
+    import sqlite3
+
+    from gateway.routes_responses import STORE
+
+    client = await _weather_client(make_client, tokenizer)
+
+    async def broken(response_id, item):
+        raise sqlite3.OperationalError("database or disk is full")
+
+    client.app[STORE].save = broken
+    for stream in (False, True):
+        resp = await client.post("/v1/responses", json={"input": "Hi", "stream": stream})
+        assert resp.status == 200 and b"completed" in await resp.read()
+    assert "storing response" in caplog.text
