@@ -143,6 +143,8 @@ def fixed_point(lo: Decimal, hi: Decimal | None, lo_ex: bool, hi_ex: bool, int_l
 
 def _exponent(lo: int | None, hi: int | None) -> Node:
     """`e`/`E` and the exponents n with lo <= n <= hi (None: unbounded), in every sign and leading-zero spelling."""
+    if lo is None and hi is None:
+        return seq(EXP_MARK, opt(Bytes(((43, 43), (45, 45)))), Repeat(DIGIT, 1, None))
     parts: list[Node] = []
     zeros = star(lit("0"))
     if hi is None or hi >= 0:

@@ -26,12 +26,12 @@ SUPPORTED = frozenset({
     "additionalProperties", "items", "prefixItems", "additionalItems", "minItems", "maxItems",
     "minLength", "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum",
     "exclusiveMaximum", "multipleOf", "nullable", "uniqueItems", "minProperties", "maxProperties",
-    "patternProperties", "not", "dependencies", "dependentRequired", "dependentSchemas", ONE_OF_REQUIRED, FORBID,
-    EXCLUDE_STRINGS,
+    "patternProperties", "not", "dependencies", "dependentRequired", "dependentSchemas", "propertyNames",
+    ONE_OF_REQUIRED, FORBID, EXCLUDE_STRINGS,
 })
 UNSUPPORTED = frozenset({
     "if", "then", "else",
-    "propertyNames", "contains", "minContains", "maxContains",
+    "contains", "minContains", "maxContains",
     "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef", "$dynamicAnchor",
     "$recursiveAnchor",
 })
@@ -149,7 +149,7 @@ def _merge_two(a: dict[str, Any], b: dict[str, Any], where: str) -> dict[str, An
             out[key] = _merge_dependencies(old, value, where, key)
         elif key == "not":  # not A and not B == not (A or B)
             out[key] = {"anyOf": [old, value]}
-        elif key in ("additionalProperties", "items") and isinstance(old, (dict, bool)) and isinstance(value, (dict, bool)):
+        elif key in ("additionalProperties", "items", "propertyNames") and isinstance(old, (dict, bool)) and isinstance(value, (dict, bool)):
             out[key] = False if old is False or value is False else {"allOf": [old, value]}
         elif old != value:
             raise GrammarError(f"{where}/allOf: conflicting values for keyword {key!r}")

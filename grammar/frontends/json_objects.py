@@ -7,6 +7,7 @@ from typing import Any, Protocol
 from grammar.errors import GrammarError
 from grammar.frontends.json_closed import closes_object, closes_tuple
 from grammar.frontends.json_merge import FORBID
+from grammar.frontends.json_names import property_names
 from grammar.frontends.json_order import any_order_graph
 from grammar.frontends.json_patterns import extra_member, matching, pattern_schemas
 from grammar.frontends.json_presence import check_declared, escape, presence_graph, presence_rule
@@ -51,6 +52,9 @@ def object_node(sc: SchemaCompiler, schema: dict[str, Any], where: str) -> Node:
     if not isinstance(required, list):
         raise GrammarError(f"{where}/required: must be an array")
     forbid = schema.get(FORBID, [])  # names a narrowed oneOf branch must not hold (json_one_of.py)
+    name_lang, name_ok = property_names(sc, schema, where)
+    if name_lang is not None:  # declared names propertyNames refuses are never written
+        forbid = [*forbid, *[n for n in dict.fromkeys([*props, *required]) if isinstance(n, str) and not name_ok(n)]]
     if forbid:
         if any(name in forbid for name in required):
             return NOTHING
@@ -79,7 +83,7 @@ def object_node(sc: SchemaCompiler, schema: dict[str, Any], where: str) -> Node:
         key = lit(json_string(name) + ":") if ws is EMPTY else seq(lit(json_string(name)), ws, COLON, ws)
         members.append((seq(key, value), name in required))
         member_names.append(name)
-    extra = extra_member(sc, patterns, extra_schema, names + [f for f in forbid if f not in names], where)
+    extra = extra_member(sc, patterns, extra_schema, names + [f for f in forbid if f not in names], where, name_lang)
     comma = seq(ws, lit(","), ws)
     if rule:
         for key in ("minProperties", "maxProperties"):

@@ -27,7 +27,7 @@ TYPE_KEYWORDS = {
     "string": ("minLength", "maxLength", "pattern", "format"),
     "number": ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"),
     "object": ("properties", "required", "additionalProperties", "patternProperties", "dependencies",
-               "dependentRequired", "dependentSchemas"),
+               "dependentRequired", "dependentSchemas", "propertyNames"),
     "array": ("items", "prefixItems", "minItems", "maxItems", "additionalItems"),
 }
 
