@@ -75,7 +75,7 @@ class ResponsesCall:
         self._block_events(out)
 
     def _item(self, block: Block, status: str) -> OutputItem:
-        item_id = self.item_ids.setdefault(block.index, new_id(_ITEM_PREFIX[block.kind]))
+        item_id = self.item_ids.get(block.index) or self.item_ids.setdefault(block.index, new_id(_ITEM_PREFIX[block.kind]))
         if block.kind == "text":
             return OutputMessage(id=item_id, status=status, content=[OutputText(text=block.text)] if block.closed else [])
         if block.kind == "tool_call":
