@@ -38,3 +38,32 @@ def test_a_required_name_outside_property_names_is_impossible() -> None:
 def test_non_string_keywords_in_property_names_raise_naming_it() -> None:
     with pytest.raises(grammar.GrammarError, match="/propertyNames"):
         grammar.compile_json_schema({"type": "object", "propertyNames": {"minimum": 3}}, VOCAB)
+
+
+PARTS = {"allOf": [
+    {"type": "object", "properties": {"a": {"type": "integer"}}, "patternProperties": {"^x-": {"type": "string"}}},
+    {"properties": {"b": {"type": "boolean"}}, "patternProperties": {"^x-": {"maxLength": 2}, "^n": {"type": "null"}},
+     "required": ["b"]},
+]}  # fmt: skip
+
+
+@pytest.mark.parametrize("text", ['{"a":1,"b":true}', '{"b":true,"x-k":"ab"}', '{"b":true,"x-k":"abc"}',
+                                  '{"b":true,"x-k":1}', '{"b":true,"nn":null}', '{"b":true,"nn":1}', '{"a":1}',
+                                  '{"b":true,"zz":[1]}', '{"b":true,"a":"s"}'])  # fmt: skip
+def test_pattern_properties_merged_through_all_of_agree_with_jsonschema(text: str) -> None:
+    """Both parts open: the merged properties and patterns are exact (issue 39)."""
+    valid = jsonschema.Draft202012Validator(PARTS).is_valid(json.loads(text))
+    assert accepts_text(grammar.compile_json_schema(PARTS, VOCAB), text) is valid, text
+
+
+def test_pattern_properties_merged_beside_additional_properties_still_raise() -> None:
+    schema = {"allOf": [{"properties": {"a": {}}}, {"patternProperties": {"^b": {}}, "additionalProperties": False}]}
+    with pytest.raises(grammar.GrammarError, match="/allOf"):
+        grammar.compile_json_schema(schema, VOCAB)
+
+
+def test_pattern_properties_merged_with_a_required_only_part() -> None:
+    schema = {"allOf": [{"type": "object", "patternProperties": {"^[^$]": {"type": "integer"}}, "additionalProperties": False},
+                        {"required": ["_id"]}]}  # fmt: skip
+    g = grammar.compile_json_schema(schema, VOCAB)
+    assert accepts_text(g, '{"_id":1,"a":2}') and not accepts_text(g, '{"a":2}') and not accepts_text(g, '{"_id":1,"$x":2}')
