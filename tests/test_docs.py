@@ -25,8 +25,6 @@ FENCE = re.compile(r"^```(\w+)[ \t]+runnable[ \t]*\n(.*?)^```[ \t]*$", re.M | re
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 DEFAULT_URL = "http://127.0.0.1:8000"
 README_MAX_LINES = 260
-# written by the Responses / Messages API work, linked from the README's feature table before it lands
-PENDING_PAGES = {ROOT / "docs" / "agent-apis.md"}
 
 
 def runnable_blocks() -> list[tuple[str, str, str]]:
@@ -88,4 +86,4 @@ def test_links_stay_inside_the_repository_and_resolve(path):
         if not file_part:
             continue
         resolved = (path.parent / file_part).resolve()
-        assert resolved.exists() or resolved in PENDING_PAGES, f"{path.name}: {target} does not resolve"
+        assert resolved.exists(), f"{path.name}: {target} does not resolve"
