@@ -239,7 +239,8 @@ class SchemaCompiler:
         validator = jsonschema.validators.validator_for(self.root if isinstance(self.root, dict) else {})
         defs = {k: self.root.get(k, {}) for k in ("$defs", "definitions")} if isinstance(self.root, dict) else {}
         body = closed_copy({**rest, **defs}) if self.strict else {**rest, **defs}
-        return validator(as_standard(body))  # closed first: the standard spelling adds schemas not to close
+        # closed first: the standard spelling adds schemas not to close; the definitions hold none of ours
+        return validator({**body, **as_standard({k: v for k, v in body.items() if k not in defs})})
 
     def typed(self, t: str, schema: dict[str, Any], where: str) -> Node:
         if t == "null":
