@@ -141,5 +141,9 @@ def chat_request(req: MessagesRequest | CountTokensRequest) -> ChatCompletionReq
             raise bad_request("max_tokens must be at least 1", "max_tokens")
         kwargs.update(max_completion_tokens=req.max_tokens, temperature=req.temperature, top_p=req.top_p,
                       top_k=req.top_k, stop=req.stop_sequences or None, stream=req.stream)  # fmt: skip
-    return ChatCompletionRequest(messages=chat_messages(req), model=req.model, tools=_tools(req),
-                                 tool_choice=tool_choice, parallel_tool_calls=parallel, **kwargs)  # fmt: skip
+    messages = chat_messages(req)
+    last = messages[-1]
+    if last.role == "assistant" and last.content and not last.tool_calls:  # a prefill: the reply continues it
+        kwargs.update(continue_final_message=True, add_generation_prompt=False)
+    return ChatCompletionRequest(messages=messages, model=req.model, tools=_tools(req), tool_choice=tool_choice,
+                                 parallel_tool_calls=parallel, **kwargs)  # fmt: skip

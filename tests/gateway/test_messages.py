@@ -188,3 +188,11 @@ async def test_chat_limits_hold_in_each_apis_shape(make_client):
         "type": "authentication_error", "message": "Incorrect API key provided."}}
     resp = await client.get("/v1/responses/resp_x", headers={"x-api-key": "k"})
     assert resp.status == 404  # x-api-key opens every route, as a bearer key does
+
+
+async def test_a_final_assistant_message_is_a_prefill(client):
+    prefill = [*USER, {"role": "assistant", "content": "The weather is"}]
+    resp = await client.post("/v1/messages", json={"model": "fake-model", "max_tokens": 8, "messages": prefill})
+    assert resp.status == 200
+    prompt = client.fakes[0].tokenizer.decode(client.fakes[0].requests[-1][1])
+    assert prompt.rstrip().endswith("The weather is")  # continued, no new assistant turn opened after it
