@@ -106,3 +106,25 @@ def test_messages_stream_text_and_input_json_deltas(claude):
     (use,) = [block for block in final.content if block.type == "tool_use"]
     assert json.loads("".join(partials)) == use.input
     jsonschema.validate(use.input, PARAMS)
+
+
+def test_a_chain_survives_a_server_restart(tiny_model_dir, tmp_path):
+    """--response-store PATH: the second turn of a previous_response_id chain runs on a new server process."""
+    from tests.e2e.conftest import running_server
+
+    args = ("--model", str(tiny_model_dir), "--max-model-len", "512", "--num-kv-blocks", "64", "--tool-parser",
+            "hermes", "--embedding-model", "none", "--served-model-name", "tiny",
+            "--response-store", str(tmp_path / "responses.sqlite3"))  # fmt: skip
+    tools = [{"type": "function", "name": "get_temp", "parameters": PARAMS}]
+    with running_server(*args) as proc:
+        with openai.OpenAI(base_url=proc.url + "/v1", api_key="x", max_retries=0, timeout=120) as client:
+            first = client.responses.create(model="tiny", input=QUESTION, tools=tools, tool_choice="required",
+                                            parallel_tool_calls=False, max_output_tokens=80, temperature=0)  # fmt: skip
+    (call,) = [item for item in first.output if item.type == "function_call"]
+    with running_server(*args) as proc:
+        with openai.OpenAI(base_url=proc.url + "/v1", api_key="x", max_retries=0, timeout=120) as client:
+            output = {"type": "function_call_output", "call_id": call.call_id, "output": "21 degrees"}
+            second = client.responses.create(model="tiny", previous_response_id=first.id, input=[output],
+                                             tools=tools, max_output_tokens=4, temperature=0)  # fmt: skip
+            assert client.responses.retrieve(first.id).output[0].call_id == call.call_id
+    assert second.previous_response_id == first.id and second.usage.input_tokens > first.usage.input_tokens
