@@ -10,7 +10,7 @@ from typing import Any
 from gateway.errors import ApiError, anthropic_type, renamed_params
 from gateway.generation import Events
 from gateway.messages_api import PARAM_NAMES, chat_request
-from gateway.output_blocks import Block, BlockAssembler, BlockEvent
+from gateway.output_blocks import Block, BlockEvent, ChoiceBlocks
 from gateway.routes_chat import ChatCall
 from gateway.sse import EventSseWriter, SseWriter
 from gateway.state import Services
@@ -69,17 +69,11 @@ class MessagesCall:
         self.streaming = bool(req.stream)
         self.names = {key: PARAM_NAMES.get(value, value) for key, value in self.chat.names.items()}
         self.state = self.chat.states[0]
-        self.blocks = BlockAssembler()
-
-    def _block_events(self, out: Any) -> list[BlockEvent]:
-        parts, _ = self.state.absorb(out)
-        events = self.blocks.feed(parts)
-        if self.state.finish_reason is not None:
-            events += self.blocks.finish()
-        return events
+        self.output = ChoiceBlocks(self.state)
+        self.blocks = self.output.assembler
 
     def absorb(self, index: int, out: Any) -> None:
-        self._block_events(out)
+        self.output.absorb(out)
 
     def _stop(self) -> tuple[str | None, str | None]:
         """stop_reason and stop_sequence."""
@@ -135,7 +129,7 @@ class MessagesCall:
     async def write_stream(self, sse: SseWriter, events: Events) -> None:
         await sse.send_many([MessageStart(message=self.message(final=False)), Ping()])
         async for _, out in events:
-            await sse.send_many([self._render(ev) for ev in self._block_events(out)])
+            await sse.send_many([self._render(ev) for ev in self.output.absorb(out)])
         stop_reason, stop_sequence = self._stop()
         await sse.send_many([
             MessageDelta(delta=MessageDeltaBody(stop_reason=stop_reason, stop_sequence=stop_sequence),

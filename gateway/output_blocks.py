@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from gateway.chat_output import DeltaParts
 
@@ -93,3 +93,20 @@ class BlockAssembler:
         if block is not None:
             block.closed = True
             events.append(BlockEvent("close", block))
+
+
+@dataclass(slots=True)
+class ChoiceBlocks:
+    """A Responses or Messages call's one choice (`state`, chat's ChoiceState) as blocks: `absorb` is
+    called with each engine output and returns the block events it made (the last block closes
+    when the choice finishes)."""
+
+    state: Any
+    assembler: BlockAssembler = field(default_factory=BlockAssembler)
+
+    def absorb(self, out: Any) -> list[BlockEvent]:
+        parts, _ = self.state.absorb(out)
+        events = self.assembler.feed(parts)
+        if self.state.finish_reason is not None:
+            events += self.assembler.finish()
+        return events

@@ -13,7 +13,7 @@ import msgspec
 
 from gateway.errors import ApiError, renamed_params
 from gateway.generation import Events
-from gateway.output_blocks import Block, BlockAssembler, BlockEvent
+from gateway.output_blocks import Block, BlockEvent, ChoiceBlocks
 from gateway.response_store import ResponseStore, StoredResponse
 from gateway.responses_api import PARAM_NAMES, chat_request, item_dict, new_id
 from gateway.routes_chat import ChatCall
@@ -58,21 +58,15 @@ class ResponsesCall:
         self.streaming = bool(req.stream)
         self.names = {key: PARAM_NAMES.get(value, value) for key, value in self.chat.names.items()}
         self.state = self.chat.states[0]
-        self.blocks = BlockAssembler()
+        self.output = ChoiceBlocks(self.state)
+        self.blocks = self.output.assembler
         self.item_ids: dict[int, str] = {}
         self.sequence_number = 0
 
     # --- output ----------------------------------------------------------------------------
 
-    def _block_events(self, out: Any) -> list[BlockEvent]:
-        parts, _ = self.state.absorb(out)
-        events = self.blocks.feed(parts)
-        if self.state.finish_reason is not None:
-            events += self.blocks.finish()
-        return events
-
     def absorb(self, index: int, out: Any) -> None:
-        self._block_events(out)
+        self.output.absorb(out)
 
     def _item(self, block: Block, status: str) -> OutputItem:
         item_id = self.item_ids.get(block.index) or self.item_ids.setdefault(block.index, new_id(_ITEM_PREFIX[block.kind]))
@@ -179,7 +173,7 @@ class ResponsesCall:
         await sse.send_many([self._event("response.created", response=start),
                              self._event("response.in_progress", response=start)])  # fmt: skip
         async for _, out in events:
-            await sse.send_many([event for ev in self._block_events(out) for event in self._render(ev)])
+            await sse.send_many([event for ev in self.output.absorb(out) for event in self._render(ev)])
         final = self.response()
         await self.save(final)
         await sse.send(self._event(f"response.{final.status}", response=final))
