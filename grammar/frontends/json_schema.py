@@ -167,8 +167,19 @@ class SchemaCompiler:
 
     def combinator(self, schema: dict[str, Any], where: str) -> Node:
         key = "anyOf" if "anyOf" in schema else "oneOf"
-        if "anyOf" in schema and "oneOf" in schema:
-            raise GrammarError(f"{where}/oneOf: not supported together with anyOf")
+        if "anyOf" in schema and "oneOf" in schema:  # any of A, with exactly one of O: each a with the oneOf
+            branches = schema["anyOf"]
+            if not isinstance(branches, list) or not branches:
+                raise GrammarError(f"{where}/anyOf: must be a non-empty array")
+            rest = {k: v for k, v in schema.items() if k != "anyOf"}
+            nodes = []
+            for i, branch in enumerate(branches):
+                merged = merge_all(self.root, {"allOf": [rest, branch]}, f"{where}/anyOf/{i}")
+                if isinstance(merged, dict) and "anyOf" in merged:  # one level only: no product of products
+                    raise GrammarError(f"{where}/oneOf: not supported together with an anyOf whose branches hold "
+                                       f"another anyOf")  # fmt: skip
+                nodes.append(self.node(merged, f"{where}/anyOf/{i}"))
+            return alt(*nodes)
         branches = schema[key]
         if not isinstance(branches, list) or not branches:
             raise GrammarError(f"{where}/{key}: must be a non-empty array")

@@ -45,3 +45,15 @@ def test_nested_one_of(schema: dict, text: str, accepted: bool) -> None:
     assert jsonschema.Draft202012Validator(schema).is_valid(json.loads(text)) is accepted  # the table is right
     g = grammar.compile_json_schema(schema, VOCAB)
     assert accepts_text(g, text) is accepted, text
+
+
+BESIDE = {"anyOf": [{"type": "integer"}, {"type": "string", "maxLength": 3}],
+          "oneOf": [{"type": "integer", "minimum": 10}, {"type": "integer", "maximum": 5},
+                    {"type": "string", "pattern": "^a"}, {"type": "string", "pattern": "c$"}]}  # fmt: skip
+
+
+@pytest.mark.parametrize("text", ["5", "7", "15", '"abc"', '"ab"', '"bc"', '"abcd"', '"x"', "1.5", "null"])
+def test_one_of_beside_any_of_agrees_with_jsonschema(text: str) -> None:
+    """anyOf A with oneOf O: each branch of A with the whole oneOf (issue 39; was a GrammarError)."""
+    valid = jsonschema.Draft202012Validator(BESIDE).is_valid(json.loads(text))
+    assert accepts_text(grammar.compile_json_schema(BESIDE, VOCAB), text) is valid, text
