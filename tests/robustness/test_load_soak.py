@@ -20,6 +20,7 @@ from tests.robustness.client import metrics, settled, sse_errors
 
 NUM_STREAMS = 16
 WARM_UP_FRACTION = 0.2  # RSS is judged from this far into the run (allocator pools, caches, compiled grammars)
+WARM_UP_REQUESTS = 2 * NUM_STREAMS  # ... and from this many requests done (a starved run makes few in its time)
 RSS_GROWTH = (1.10, 48.0)  # after warm-up RSS may grow at most 10% + 48 MB (a leak of ~1 KB a request in a
 # 30-minute run, or of 1% of the KV cache a minute, is more)
 TOOLS = [{"type": "function", "function": {"name": "weather", "parameters": {
@@ -88,13 +89,19 @@ def check_counters(routes_before: dict, routes_after: dict, before: dict, after:
     assert seen["completion_tokens"] <= generated <= seen["completion_tokens"] + 64 * seen["disconnects"]
 
 
-async def watch_rss(pids: dict[str, int], warm_at: float, deadline: float, samples: dict[str, dict]) -> None:
-    """RSS (MB) of each process: at start, at `warm_at`, and printed once a minute until `deadline`."""
+def sample_warm(pids: dict[str, int], warm_at: float, num_done: int, samples: dict[str, dict]) -> None:
+    """Takes the after-warm-up RSS sample once both the time and the requests of the warm-up are past;
+    called by the watcher and after every request, so a starved watcher cannot miss it."""
+    if "warm" not in samples and time.monotonic() >= warm_at and num_done >= WARM_UP_REQUESTS:
+        samples["warm"] = {name: rss_mb(pid) for name, pid in pids.items()}
+
+
+async def watch_rss(pids: dict[str, int], deadline: float, samples: dict[str, dict], warm) -> None:
+    """RSS (MB) of each process: at start, after warm-up (`warm()` checks), printed once a minute until `deadline`."""
     samples["start"] = {name: rss_mb(pid) for name, pid in pids.items()}
     started, next_print = time.monotonic(), time.monotonic() + 60
     while (now := time.monotonic()) < deadline:
-        if "warm" not in samples and now >= warm_at:
-            samples["warm"] = {name: rss_mb(pid) for name, pid in pids.items()}
+        warm()
         if now >= next_print:
             next_print += 60
             print(f"soak {now - started:.0f} s: RSS MB " + ", ".join(f"{n} {rss_mb(p):.0f}" for n, p in pids.items()), flush=True)
@@ -108,6 +115,10 @@ async def test_soak_mixed_streams(robust_server, soak_seconds):
     started = time.monotonic()
     deadline = started + soak_seconds
     rss: dict[str, dict] = {}
+    warm_at = started + WARM_UP_FRACTION * soak_seconds
+
+    def warm() -> None:
+        sample_warm(pids, warm_at, sum(seen[k] for k in KINDS) - len(errors), rss)
 
     async def stream_worker(http: aiohttp.ClientSession, index: int) -> None:
         rng = random.Random(index)
@@ -116,18 +127,22 @@ async def test_soak_mixed_streams(robust_server, soak_seconds):
             seen[kind] += 1
             if (error := await one(http, kind, rng, seen)) is not None:
                 errors.append(error)
+            warm()
 
     async with aiohttp.ClientSession(robust_server.url) as http:
         before = await metrics(http)
         async with http.get("/metrics") as resp:
             routes_before = route_counts(await resp.text())
-        watcher = asyncio.create_task(watch_rss(pids, started + WARM_UP_FRACTION * soak_seconds, deadline, rss))
+        watcher = asyncio.create_task(watch_rss(pids, deadline, rss, warm))
         await asyncio.gather(*(stream_worker(http, i) for i in range(NUM_STREAMS)))
         await watcher
         after = await settled(http)
         async with http.get("/metrics") as resp:
             routes_after = route_counts(await resp.text())
     rss["end"] = {name: rss_mb(pid) for name, pid in pids.items()}
+    if "warm" not in rss:  # fewer than WARM_UP_REQUESTS in the whole run: too few to judge growth by
+        print(f"\nsoak: fewer than {WARM_UP_REQUESTS} requests done; RSS growth not judged")
+        rss["warm"] = rss["end"]
     elapsed = time.monotonic() - started
     requests = sum(seen[k] for k in KINDS)
     print(f"\nsoak: {elapsed:.0f} s at {NUM_STREAMS} streams, {requests} requests ({requests / elapsed:.1f}/s): "
