@@ -78,6 +78,13 @@ def _engine_flags(serve: argparse.ArgumentParser) -> None:
     group.add_argument("--quantization", default="auto", choices=["auto", "none", "int8", "int4"],
                        help="linear weights on CPU: auto (default) serves int4/int8 where the weights lie exactly on "
                             "such a grid (a GGUF's Q4_1/Q8_0), float32 elsewhere; int8/int4 force a grid (lossy)")
+    group.add_argument("--max-prefill-tokens-while-decoding", type=int, default=None,
+                       help="prompt tokens a step may take while any request is decoding (default: 128 on CPU, "
+                            "no cap on CUDA; 0: no cap), so that a long prompt never stalls the streams")
+    group.add_argument("--linear-activations", default="auto", choices=["auto", "float32", "fixed16", "int8"],
+                       help="what the CPU kernels multiply int4/int8 weights with: auto (default) is fixed16 where the "
+                            "CPU has AVX512-VNNI (16-bit fixed point per group of 32 inputs, integer dot products; "
+                            "an input is off by at most 2^-16 of its group's largest), else float32; int8 is llama.cpp's 8-bit scheme (lossy)")
     group.add_argument("--no-cpu-kernels", action="store_true",
                        help="run the torch reference path instead of the C kernels on CPU")
     group.add_argument("--model-impl", default="auto", choices=["auto", "native", "transformers"],

@@ -1,0 +1,276 @@
+/* Packed linear on AVX512-VNNI: integer weights times fixed-point activations, summed exactly.
+ *
+ * The fp32 paths (linear.c) spend most of their time turning 4-bit weights into floats. Here
+ * the weights stay integers: each row's inputs are written, per group of GROUP, as a scale and
+ * integers X (|X| <= 32639 with two signed 8-bit digits, hi * 256 + lo; |X| <= 127 with one),
+ * and vpdpbusd sums weight (u8) x digit (s8) products four at a time, exactly, in int32.
+ * Once per group the integer sums become floats:
+ *     out += (d * s) * sum(q * X) + m * (s * sum(X))          (int4: w = d * q + m)
+ *     out += (d * s) * (sum(q' * X) - 128 * sum(X))            (int8: q' = q + 128 unsigned)
+ * Two digits keep 16 bits of every group's inputs (error <= 2^-16 of the group's largest
+ * input, within float32's own rounding of the sums); one digit is llama.cpp's 8-bit scheme.
+ * A row's integers depend on that row alone and integer sums have no order, so a request's
+ * result does not depend on its batch.
+ *
+ * Weights are repacked once (vnni_pack) so that 4 consecutive inputs of a column are one int32
+ * lane: int4 as 64-byte blocks holding two 4-input steps (low nibbles the first, high the
+ * second), int8 as one step per 64 bytes. Per (panel, group) the bytes are as many as before.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "common.h"
+#include "ops.h"
+#include "vec.h"
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
+#define HAVE_VNNI 1
+#endif
+
+#define VROWS 4          /* most rows per register tile: 4 with one digit, 3 with two (12 and 16 accumulators) */
+#define VROW_BLOCK 64    /* rows per work item: their digits (2 x 64 x K bytes) stay in L2 */
+#define STEP_BYTES 64    /* one vpdpbusd operand: PANEL columns x 4 inputs */
+
+int vnni_supported(void) {
+#ifdef HAVE_VNNI
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+int64_t vnni_packed_bytes(const packed_linear *w) {
+    const int64_t np = (w->n + PANEL - 1) / PANEL;
+    return w->kind == W_INT4 ? np * w->k * PANEL / 2 : w->kind == W_INT8 ? np * w->k * PANEL : 0;
+}
+
+/* The weight of input kk (0 <= kk < GROUP) of column c in group g of panel p, as stored. */
+static inline int stored_q(const packed_linear *w, int64_t p, int64_t g, int kk, int c) {
+    if (w->kind == W_INT4) {
+        const uint8_t *b = (const uint8_t *)w->data + p * (w->k / 2) * PANEL + g * (GROUP / 2) * PANEL;
+        const uint8_t v = b[(kk / 2) * PANEL + c];
+        return (kk & 1) ? v >> 4 : v & 15;
+    }
+    const int8_t *b = (const int8_t *)w->data + p * w->k * PANEL + g * GROUP * PANEL;
+    return b[kk * PANEL + c] + 128;
+}
+
+void vnni_pack(const packed_linear *w, uint8_t *dst) {
+    const int64_t np = (w->n + PANEL - 1) / PANEL, ng = w->k / GROUP;
+    const int64_t per_group = w->kind == W_INT4 ? GROUP * PANEL / 2 : GROUP * PANEL;
+#pragma omp parallel for schedule(static)
+    for (int64_t p = 0; p < np; p++)
+        for (int64_t g = 0; g < ng; g++) {
+            uint8_t *o = dst + (p * ng + g) * per_group;
+            for (int s = 0; s < GROUP / 4; s++)
+                for (int c = 0; c < PANEL; c++)
+                    for (int kk = 0; kk < 4; kk++) {
+                        const int q = stored_q(w, p, g, 4 * s + kk, c);
+                        if (w->kind == W_INT8) o[s * STEP_BYTES + c * 4 + kk] = (uint8_t)q;
+                        else if (s % 2 == 0) o[(s / 2) * STEP_BYTES + c * 4 + kk] = (uint8_t)q;
+                        else o[(s / 2) * STEP_BYTES + c * 4 + kk] |= (uint8_t)(q << 4);
+                    }
+        }
+}
+
+#ifdef HAVE_VNNI
+
+/* One linear call's activations in fixed point: digits [m][k] (lo only with two digits), and
+ * per (row, group) the scale and the sum of the integers. */
+typedef struct {
+    int8_t *hi, *lo;
+    float *scale;
+    int32_t *sum;
+    int64_t k, ng;
+} fixed_rows;
+
+static void quantize_row(const float *x, int64_t k, int digits, int8_t *hi, int8_t *lo, float *scale,
+                         int32_t *sum) {
+    const float limit = digits == 2 ? 32639.f : 127.f;
+    for (int64_t g = 0; g < k / GROUP; g++) {
+        const float *xg = x + g * GROUP;
+        const __m512 a = _mm512_loadu_ps(xg), b = _mm512_loadu_ps(xg + 16);
+        const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(a), _mm512_abs_ps(b)));
+        const float inv = amax > 0.f ? limit / amax : 0.f;
+        scale[g] = amax > 0.f ? amax / limit : 0.f;
+        const __m512 vi = _mm512_set1_ps(inv), vl = _mm512_set1_ps(limit);
+        __m512i xi[2];
+        for (int h = 0; h < 2; h++) { /* round to nearest even; clamp what rounding pushed past */
+            const __m512 v = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(h ? b : a, vi), _mm512_sub_ps(_mm512_setzero_ps(), vl)), vl);
+            xi[h] = _mm512_cvtps_epi32(v);
+        }
+        sum[g] = _mm512_reduce_add_epi32(_mm512_add_epi32(xi[0], xi[1]));
+        for (int h = 0; h < 2; h++) {
+            __m512i high = xi[h];
+            if (digits == 2) { /* lo = ((X + 128) & 255) - 128, hi = (X - lo) / 256: both in [-127, 127] */
+                const __m512i l = _mm512_sub_epi32(
+                    _mm512_and_si512(_mm512_add_epi32(xi[h], _mm512_set1_epi32(128)), _mm512_set1_epi32(255)),
+                    _mm512_set1_epi32(128));
+                high = _mm512_srai_epi32(_mm512_sub_epi32(xi[h], l), 8);
+                _mm_storeu_si128((__m128i *)(lo + g * GROUP + 16 * h), _mm512_cvtepi32_epi8(l));
+            }
+            _mm_storeu_si128((__m128i *)(hi + g * GROUP + 16 * h), _mm512_cvtepi32_epi8(high));
+        }
+    }
+}
+
+static inline int32_t word_at(const int8_t *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* R rows x P panels over group g: integer sums in registers, then out[r][pp * PANEL + c] += the
+ * group's float contribution. wg[pp]: the group's packed bytes of panel pp. */
+static inline __attribute__((always_inline)) void
+vnni_tile(const int kind, const int digits, const int R, const int P, const uint8_t *const *wg, const uint16_t *const *dg,
+          const uint16_t *const *mg, const fixed_rows *a, int64_t row0, int64_t g, float (*out)[2 * PANEL]) {
+    __m512i ah[VROWS][2], al[VROWS][2];
+    for (int r = 0; r < R; r++)
+        for (int pp = 0; pp < P; pp++) ah[r][pp] = al[r][pp] = _mm512_setzero_si512();
+    const __m512i low = _mm512_set1_epi8(0x0F);
+    for (int s = 0; s < GROUP / 4; s += 2) { /* two steps of 4 inputs */
+        __m512i w0[2], w1[2];
+        for (int pp = 0; pp < P; pp++) {
+            if (kind == W_INT4) {
+                const __m512i raw = _mm512_loadu_si512(wg[pp] + (s / 2) * STEP_BYTES);
+                w0[pp] = _mm512_and_si512(raw, low);
+                w1[pp] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low);
+            } else {
+                w0[pp] = _mm512_loadu_si512(wg[pp] + s * STEP_BYTES);
+                w1[pp] = _mm512_loadu_si512(wg[pp] + (s + 1) * STEP_BYTES);
+            }
+        }
+        for (int r = 0; r < R; r++) {
+            const int64_t at = (row0 + r) * a->k + g * GROUP + 4 * s;
+            const __m512i h0 = _mm512_set1_epi32(word_at(a->hi + at)), h1 = _mm512_set1_epi32(word_at(a->hi + at + 4));
+            for (int pp = 0; pp < P; pp++)
+                ah[r][pp] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(ah[r][pp], w0[pp], h0), w1[pp], h1);
+            if (digits == 2) {
+                const __m512i l0 = _mm512_set1_epi32(word_at(a->lo + at)), l1 = _mm512_set1_epi32(word_at(a->lo + at + 4));
+                for (int pp = 0; pp < P; pp++)
+                    al[r][pp] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(al[r][pp], w0[pp], l0), w1[pp], l1);
+            }
+        }
+    }
+    for (int pp = 0; pp < P; pp++) {
+        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)dg[pp]));
+        const __m512 m = kind == W_INT4 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)mg[pp])) : _mm512_setzero_ps();
+        for (int r = 0; r < R; r++) {
+            const int64_t rg = (row0 + r) * a->ng + g;
+            const float s = a->scale[rg];
+            __m512i sum = digits == 2 ? _mm512_add_epi32(_mm512_slli_epi32(ah[r][pp], 8), al[r][pp]) : ah[r][pp];
+            if (kind == W_INT8) sum = _mm512_sub_epi32(sum, _mm512_set1_epi32(128 * a->sum[rg]));
+            __m512 o = _mm512_loadu_ps(out[r] + pp * PANEL);
+            o = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(d, _mm512_set1_ps(s)), o);
+            if (kind == W_INT4) o = _mm512_fmadd_ps(m, _mm512_set1_ps(s * (float)a->sum[rg]), o);
+            _mm512_storeu_ps(out[r] + pp * PANEL, o);
+        }
+    }
+}
+
+#define TILE_CASE(K, D, RR, PP) vnni_tile(K, D, RR, PP, wg, dg, mg, a, row0, g, out)
+#define TILE_P(K, D, RR) do { if (P == 2) TILE_CASE(K, D, RR, 2); else TILE_CASE(K, D, RR, 1); } while (0)
+#define TILE_R(K, D)                                                                                            \
+    do {                                                                                                        \
+        switch (R) {                                                                                            \
+        case 4: TILE_P(K, D, 4); break;                                                                         \
+        case 3: TILE_P(K, D, 3); break;                                                                         \
+        case 2: TILE_P(K, D, 2); break;                                                                         \
+        default: TILE_P(K, D, 1); break;                                                                        \
+        }                                                                                                       \
+    } while (0)
+
+static void tile_dispatch(int kind, int digits, int R, int P, const uint8_t *const *wg, const uint16_t *const *dg,
+                          const uint16_t *const *mg, const fixed_rows *a, int64_t row0, int64_t g,
+                          float (*out)[2 * PANEL]) {
+    if (kind == W_INT4) {
+        if (digits == 2) TILE_R(W_INT4, 2);
+        else TILE_R(W_INT4, 1);
+    } else {
+        if (digits == 2) TILE_R(W_INT8, 2);
+        else TILE_R(W_INT8, 1);
+    }
+}
+
+/* rows (<= VROW_BLOCK) rows from row0 of panels p0 .. p0 + P - 1: every group's weights read once
+ * for all the rows' tiles; the float sums kept in `out`. */
+static void vnni_rows(const packed_linear *w, int64_t p0, int P, const fixed_rows *a, int64_t row0, int rows,
+                      float (*out)[2 * PANEL]) {
+    const int64_t ng = w->k / GROUP, per_group = w->kind == W_INT4 ? GROUP * PANEL / 2 : GROUP * PANEL;
+    memset(out, 0, sizeof(float) * 2 * PANEL * (size_t)rows);
+    for (int64_t g = 0; g < ng; g++) {
+        const uint8_t *wg[2];
+        const uint16_t *dg[2], *mg[2];
+        for (int pp = 0; pp < P; pp++) {
+            const int64_t at = (p0 + pp) * ng + g;
+            wg[pp] = w->vnni + at * per_group;
+            dg[pp] = w->scales + at * PANEL;
+            mg[pp] = w->mins ? w->mins + at * PANEL : NULL;
+        }
+        const int tile_rows = w->digits == 2 ? 3 : VROWS; /* four rows of two digits spill registers */
+        for (int r0 = 0; r0 < rows; r0 += tile_rows) {
+            const int R = rows - r0 < tile_rows ? rows - r0 : tile_rows;
+            tile_dispatch(w->kind, w->digits, R, P, wg, dg, mg, a, row0 + r0, g, out + r0);
+        }
+    }
+}
+
+static void store_panels(const packed_linear *w, int64_t p0, int P, float (*tile)[2 * PANEL], int rows, float *out,
+                         int64_t ldo, int accumulate) {
+    for (int pp = 0; pp < P; pp++) { /* 16 columns a vector, the ragged last panel masked */
+        const int64_t col0 = (p0 + pp) * PANEL, ncols = w->n - col0 < PANEL ? w->n - col0 : PANEL;
+        const __mmask16 mask = (__mmask16)((1u << ncols) - 1u);
+        const __m512 bias = w->bias ? _mm512_maskz_loadu_ps(mask, w->bias + col0) : _mm512_setzero_ps();
+        for (int r = 0; r < rows; r++) {
+            float *o = out + r * ldo + col0;
+            __m512 v = _mm512_add_ps(_mm512_loadu_ps(tile[r] + pp * PANEL), bias);
+            if (accumulate) v = _mm512_add_ps(_mm512_maskz_loadu_ps(mask, o), v);
+            _mm512_mask_storeu_ps(o, mask, v);
+        }
+    }
+}
+
+void linear_vnni(const packed_linear *w, const float *x, int64_t m, int64_t ldx, float *out, int64_t ldo,
+                 int accumulate) {
+    const int64_t k = w->k, ng = k / GROUP, np = (w->n + PANEL - 1) / PANEL, npairs = (np + 1) / 2;
+    const int64_t nrb = (m + VROW_BLOCK - 1) / VROW_BLOCK, items = nrb * npairs;
+    const int digits = w->digits;
+    fixed_rows a = {malloc((size_t)(m * k)), digits == 2 ? malloc((size_t)(m * k)) : NULL,
+                    malloc(sizeof(float) * (size_t)(m * ng)), malloc(sizeof(int32_t) * (size_t)(m * ng)), k, ng};
+#pragma omp parallel if (items > 1)
+    {
+#pragma omp for schedule(static)
+        for (int64_t r = 0; r < m; r++)
+            quantize_row(x + r * ldx, k, digits, a.hi + r * k, a.lo ? a.lo + r * k : NULL, a.scale + r * ng,
+                         a.sum + r * ng);
+#ifdef _OPENMP
+        const int64_t chunk = (npairs + omp_get_num_threads() - 1) / omp_get_num_threads();
+#else
+        const int64_t chunk = npairs;
+#endif
+        float tile[VROW_BLOCK][2 * PANEL] __attribute__((aligned(64)));
+#pragma omp for schedule(static, chunk)
+        for (int64_t t = 0; t < items; t++) {
+            const int64_t rb = t / npairs, p0 = 2 * (t % npairs);
+            const int64_t r0 = rb * VROW_BLOCK, rows = m - r0 < VROW_BLOCK ? m - r0 : VROW_BLOCK;
+            const int P = p0 + 1 < np ? 2 : 1;
+            vnni_rows(w, p0, P, &a, r0, (int)rows, tile);
+            store_panels(w, p0, P, tile, (int)rows, out + r0 * ldo, ldo, accumulate);
+        }
+    }
+    free(a.hi), free(a.lo), free(a.scale), free(a.sum);
+}
+
+#else
+
+void linear_vnni(const packed_linear *w, const float *x, int64_t m, int64_t ldx, float *out, int64_t ldo,
+                 int accumulate) {
+    (void)w, (void)x, (void)m, (void)ldx, (void)out, (void)ldo, (void)accumulate; /* never called: vnni_supported() is 0 */
+}
+
+#endif
