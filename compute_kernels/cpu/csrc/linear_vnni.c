@@ -83,13 +83,13 @@ void vnni_pack(const packed_linear *w, uint8_t *dst) {
  * per (row, group) the scale and the sum of the integers. */
 typedef struct {
     int8_t *hi, *lo;
-    float *scale;
+    float *scale, *scaled_sum; /* s, and s * sum(X) (the int4 minimum's factor) */
     int32_t *sum;
     int64_t k, ng;
 } fixed_rows;
 
 static void quantize_row(const float *x, int64_t k, int digits, int8_t *hi, int8_t *lo, float *scale,
-                         int32_t *sum) {
+                         float *scaled_sum, int32_t *sum) {
     const float limit = digits == 2 ? 32639.f : 127.f;
     for (int64_t g = 0; g < k / GROUP; g++) {
         const float *xg = x + g * GROUP;
@@ -104,6 +104,7 @@ static void quantize_row(const float *x, int64_t k, int digits, int8_t *hi, int8
             xi[h] = _mm512_cvtps_epi32(v);
         }
         sum[g] = _mm512_reduce_add_epi32(_mm512_add_epi32(xi[0], xi[1]));
+        scaled_sum[g] = scale[g] * (float)sum[g];
         for (int h = 0; h < 2; h++) {
             __m512i high = xi[h];
             if (digits == 2) { /* lo = ((X + 128) & 255) - 128, hi = (X - lo) / 256: both in [-127, 127] */
@@ -124,114 +125,140 @@ static inline int32_t word_at(const int8_t *p) {
     return v;
 }
 
-/* R rows x P panels over group g: integer sums in registers, then out[r][pp * PANEL + c] += the
- * group's float contribution. wg[pp]: the group's packed bytes of panel pp. */
+/* The 64 weight bytes of step s (4 inputs x PANEL columns) of group g of panel pp: int4 from an
+ * unpacked buffer (one byte a weight) or straight from the packed nibbles, int8 as packed. */
+typedef struct {
+    const uint8_t *packed[2]; /* the panels' first group, in vnni layout */
+    const uint8_t *unpacked;  /* int4 unpacked: [group][step][2 panels][64], or NULL */
+    int64_t per_group;        /* packed bytes per (panel, group) */
+} weight_view;
+
 static inline __attribute__((always_inline)) void
-vnni_tile(const int kind, const int digits, const int R, const int P, const uint8_t *const *wg, const uint16_t *const *dg,
-          const uint16_t *const *mg, const fixed_rows *a, int64_t row0, int64_t g, float (*out)[2 * PANEL]) {
-    __m512i ah[VROWS][2], al[VROWS][2];
-    for (int r = 0; r < R; r++)
-        for (int pp = 0; pp < P; pp++) ah[r][pp] = al[r][pp] = _mm512_setzero_si512();
-    const __m512i low = _mm512_set1_epi8(0x0F);
-    for (int s = 0; s < GROUP / 4; s += 2) { /* two steps of 4 inputs */
-        __m512i w0[2], w1[2];
-        for (int pp = 0; pp < P; pp++) {
-            if (kind == W_INT4) {
-                const __m512i raw = _mm512_loadu_si512(wg[pp] + (s / 2) * STEP_BYTES);
-                w0[pp] = _mm512_and_si512(raw, low);
-                w1[pp] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low);
-            } else {
-                w0[pp] = _mm512_loadu_si512(wg[pp] + s * STEP_BYTES);
-                w1[pp] = _mm512_loadu_si512(wg[pp] + (s + 1) * STEP_BYTES);
-            }
-        }
-        for (int r = 0; r < R; r++) {
-            const int64_t at = (row0 + r) * a->k + g * GROUP + 4 * s;
-            const __m512i h0 = _mm512_set1_epi32(word_at(a->hi + at)), h1 = _mm512_set1_epi32(word_at(a->hi + at + 4));
-            for (int pp = 0; pp < P; pp++)
-                ah[r][pp] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(ah[r][pp], w0[pp], h0), w1[pp], h1);
-            if (digits == 2) {
-                const __m512i l0 = _mm512_set1_epi32(word_at(a->lo + at)), l1 = _mm512_set1_epi32(word_at(a->lo + at + 4));
-                for (int pp = 0; pp < P; pp++)
-                    al[r][pp] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(al[r][pp], w0[pp], l0), w1[pp], l1);
-            }
-        }
-    }
-    for (int pp = 0; pp < P; pp++) {
-        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)dg[pp]));
-        const __m512 m = kind == W_INT4 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)mg[pp])) : _mm512_setzero_ps();
-        for (int r = 0; r < R; r++) {
-            const int64_t rg = (row0 + r) * a->ng + g;
-            const float s = a->scale[rg];
-            __m512i sum = digits == 2 ? _mm512_add_epi32(_mm512_slli_epi32(ah[r][pp], 8), al[r][pp]) : ah[r][pp];
-            if (kind == W_INT8) sum = _mm512_sub_epi32(sum, _mm512_set1_epi32(128 * a->sum[rg]));
-            __m512 o = _mm512_loadu_ps(out[r] + pp * PANEL);
-            o = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(d, _mm512_set1_ps(s)), o);
-            if (kind == W_INT4) o = _mm512_fmadd_ps(m, _mm512_set1_ps(s * (float)a->sum[rg]), o);
-            _mm512_storeu_ps(out[r] + pp * PANEL, o);
-        }
-    }
-}
-
-#define TILE_CASE(K, D, RR, PP) vnni_tile(K, D, RR, PP, wg, dg, mg, a, row0, g, out)
-#define TILE_P(K, D, RR) do { if (P == 2) TILE_CASE(K, D, RR, 2); else TILE_CASE(K, D, RR, 1); } while (0)
-#define TILE_R(K, D)                                                                                            \
-    do {                                                                                                        \
-        switch (R) {                                                                                            \
-        case 4: TILE_P(K, D, 4); break;                                                                         \
-        case 3: TILE_P(K, D, 3); break;                                                                         \
-        case 2: TILE_P(K, D, 2); break;                                                                         \
-        default: TILE_P(K, D, 1); break;                                                                        \
-        }                                                                                                       \
-    } while (0)
-
-static void tile_dispatch(int kind, int digits, int R, int P, const uint8_t *const *wg, const uint16_t *const *dg,
-                          const uint16_t *const *mg, const fixed_rows *a, int64_t row0, int64_t g,
-                          float (*out)[2 * PANEL]) {
-    if (kind == W_INT4) {
-        if (digits == 2) TILE_R(W_INT4, 2);
-        else TILE_R(W_INT4, 1);
+step_pair(const int kind, const int unpacked, const weight_view *wv, int pp, int64_t g, int s, __m512i *w0, __m512i *w1) {
+    if (kind == W_INT4 && unpacked) {
+        const uint8_t *u = wv->unpacked + ((g * (GROUP / 4) + s) * 2 + pp) * STEP_BYTES;
+        *w0 = _mm512_loadu_si512(u), *w1 = _mm512_loadu_si512(u + 2 * STEP_BYTES);
+    } else if (kind == W_INT4) {
+        const __m512i raw = _mm512_loadu_si512(wv->packed[pp] + g * wv->per_group + (s / 2) * STEP_BYTES);
+        const __m512i low = _mm512_set1_epi8(0x0F);
+        *w0 = _mm512_and_si512(raw, low), *w1 = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low);
     } else {
-        if (digits == 2) TILE_R(W_INT8, 2);
-        else TILE_R(W_INT8, 1);
+        const uint8_t *b = wv->packed[pp] + g * wv->per_group + s * STEP_BYTES;
+        *w0 = _mm512_loadu_si512(b), *w1 = _mm512_loadu_si512(b + STEP_BYTES);
     }
 }
 
-/* rows (<= VROW_BLOCK) rows from row0 of panels p0 .. p0 + P - 1: every group's weights read once
- * for all the rows' tiles; the float sums kept in `out`. */
-static void vnni_rows(const packed_linear *w, int64_t p0, int P, const fixed_rows *a, int64_t row0, int rows,
-                      float (*out)[2 * PANEL]) {
-    const int64_t ng = w->k / GROUP, per_group = w->kind == W_INT4 ? GROUP * PANEL / 2 : GROUP * PANEL;
-    memset(out, 0, sizeof(float) * 2 * PANEL * (size_t)rows);
+/* R rows x P panels over every group: integer sums per group in registers, turned into floats
+ * and added to float accumulators that stay in registers; then stored (bias, accumulate). */
+static inline __attribute__((always_inline)) void
+vnni_tile(const int kind, const int digits, const int unpacked, const int R, const int P, const packed_linear *w,
+          const weight_view *wv, int64_t p0, const fixed_rows *a, int64_t row0, float *out, int64_t ldo,
+          int accumulate) {
+    const int64_t ng = a->ng;
+    __m512 acc[VROWS][2];
+    for (int r = 0; r < R; r++)
+        for (int pp = 0; pp < P; pp++) acc[r][pp] = _mm512_setzero_ps();
     for (int64_t g = 0; g < ng; g++) {
-        const uint8_t *wg[2];
-        const uint16_t *dg[2], *mg[2];
+        __m512i ah[VROWS][2], al[VROWS][2];
+        for (int r = 0; r < R; r++)
+            for (int pp = 0; pp < P; pp++) ah[r][pp] = al[r][pp] = _mm512_setzero_si512();
+        for (int s = 0; s < GROUP / 4; s += 2) { /* two steps of 4 inputs */
+            __m512i w0[2], w1[2];
+            for (int pp = 0; pp < P; pp++) step_pair(kind, unpacked, wv, pp, g, s, &w0[pp], &w1[pp]);
+            for (int r = 0; r < R; r++) {
+                const int64_t at = (row0 + r) * a->k + g * GROUP + 4 * s;
+                const __m512i h0 = _mm512_set1_epi32(word_at(a->hi + at)), h1 = _mm512_set1_epi32(word_at(a->hi + at + 4));
+                for (int pp = 0; pp < P; pp++)
+                    ah[r][pp] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(ah[r][pp], w0[pp], h0), w1[pp], h1);
+                if (digits == 2) {
+                    const __m512i l0 = _mm512_set1_epi32(word_at(a->lo + at)), l1 = _mm512_set1_epi32(word_at(a->lo + at + 4));
+                    for (int pp = 0; pp < P; pp++)
+                        al[r][pp] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(al[r][pp], w0[pp], l0), w1[pp], l1);
+                }
+            }
+        }
         for (int pp = 0; pp < P; pp++) {
             const int64_t at = (p0 + pp) * ng + g;
-            wg[pp] = w->vnni + at * per_group;
-            dg[pp] = w->scales + at * PANEL;
-            mg[pp] = w->mins ? w->mins + at * PANEL : NULL;
-        }
-        const int tile_rows = w->digits == 2 ? 3 : VROWS; /* four rows of two digits spill registers */
-        for (int r0 = 0; r0 < rows; r0 += tile_rows) {
-            const int R = rows - r0 < tile_rows ? rows - r0 : tile_rows;
-            tile_dispatch(w->kind, w->digits, R, P, wg, dg, mg, a, row0 + r0, g, out + r0);
+            const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w->scales + at * PANEL)));
+            const __m512 m = kind == W_INT4 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w->mins + at * PANEL)))
+                                            : _mm512_setzero_ps();
+            for (int r = 0; r < R; r++) {
+                const int64_t rg = (row0 + r) * ng + g;
+                __m512i sum = digits == 2 ? _mm512_add_epi32(_mm512_slli_epi32(ah[r][pp], 8), al[r][pp]) : ah[r][pp];
+                if (kind == W_INT8) sum = _mm512_sub_epi32(sum, _mm512_set1_epi32(128 * a->sum[rg]));
+                acc[r][pp] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(d, _mm512_set1_ps(a->scale[rg])), acc[r][pp]);
+                if (kind == W_INT4) acc[r][pp] = _mm512_fmadd_ps(m, _mm512_set1_ps(a->scaled_sum[rg]), acc[r][pp]);
+            }
         }
     }
-}
-
-static void store_panels(const packed_linear *w, int64_t p0, int P, float (*tile)[2 * PANEL], int rows, float *out,
-                         int64_t ldo, int accumulate) {
-    for (int pp = 0; pp < P; pp++) { /* 16 columns a vector, the ragged last panel masked */
+    for (int pp = 0; pp < P; pp++) { /* 16 columns a vector, a ragged last panel masked */
         const int64_t col0 = (p0 + pp) * PANEL, ncols = w->n - col0 < PANEL ? w->n - col0 : PANEL;
         const __mmask16 mask = (__mmask16)((1u << ncols) - 1u);
         const __m512 bias = w->bias ? _mm512_maskz_loadu_ps(mask, w->bias + col0) : _mm512_setzero_ps();
-        for (int r = 0; r < rows; r++) {
-            float *o = out + r * ldo + col0;
-            __m512 v = _mm512_add_ps(_mm512_loadu_ps(tile[r] + pp * PANEL), bias);
+        for (int r = 0; r < R; r++) {
+            float *o = out + (row0 + r) * ldo + col0;
+            __m512 v = _mm512_add_ps(acc[r][pp], bias);
             if (accumulate) v = _mm512_add_ps(_mm512_maskz_loadu_ps(mask, o), v);
             _mm512_mask_storeu_ps(o, mask, v);
         }
+    }
+}
+
+#define TILE_CASE(K, D, U, RR, PP) vnni_tile(K, D, U, RR, PP, w, wv, p0, a, row0, out, ldo, accumulate)
+#define TILE_P(K, D, U, RR) do { if (P == 2) TILE_CASE(K, D, U, RR, 2); else TILE_CASE(K, D, U, RR, 1); } while (0)
+#define TILE_R(K, D, U)                                                                                         \
+    do {                                                                                                        \
+        switch (R) {                                                                                            \
+        case 4: TILE_P(K, D, U, 4); break;                                                                      \
+        case 3: TILE_P(K, D, U, 3); break;                                                                      \
+        case 2: TILE_P(K, D, U, 2); break;                                                                      \
+        default: TILE_P(K, D, U, 1); break;                                                                     \
+        }                                                                                                       \
+    } while (0)
+
+static void tile_dispatch(int R, int P, const packed_linear *w, const weight_view *wv, int64_t p0, const fixed_rows *a,
+                          int64_t row0, float *out, int64_t ldo, int accumulate) {
+    const int unpacked = wv->unpacked != NULL;
+    if (w->kind == W_INT4 && unpacked) {
+        if (w->digits == 2) TILE_R(W_INT4, 2, 1);
+        else TILE_R(W_INT4, 1, 1);
+    } else if (w->kind == W_INT4) {
+        if (w->digits == 2) TILE_R(W_INT4, 2, 0);
+        else TILE_R(W_INT4, 1, 0);
+    } else {
+        if (w->digits == 2) TILE_R(W_INT8, 2, 0);
+        else TILE_R(W_INT8, 1, 0);
+    }
+}
+
+/* int4 panels p0 .. p0 + P - 1 with one byte a weight: [group][step][2 panels][64]. */
+static void unpack_panels(const weight_view *wv, int P, int64_t ng, uint8_t *dst) {
+    const __m512i low = _mm512_set1_epi8(0x0F);
+    for (int64_t g = 0; g < ng; g++)
+        for (int t = 0; t < GROUP / 8; t++)
+            for (int pp = 0; pp < P; pp++) {
+                const __m512i raw = _mm512_loadu_si512(wv->packed[pp] + g * wv->per_group + t * STEP_BYTES);
+                uint8_t *o = dst + ((g * (GROUP / 4) + 2 * t) * 2 + pp) * STEP_BYTES;
+                _mm512_storeu_si512(o, _mm512_and_si512(raw, low));
+                _mm512_storeu_si512(o + 2 * STEP_BYTES, _mm512_and_si512(_mm512_srli_epi16(raw, 4), low));
+            }
+}
+
+/* rows (<= VROW_BLOCK) rows from row0 of panels p0 .. p0 + P - 1, written to out (its row 0 is
+ * the block's first row). Above a few rows, int4 weights are unpacked once for all the tiles. */
+static void vnni_rows(const packed_linear *w, int64_t p0, int P, const fixed_rows *a, int64_t row0, int rows,
+                      float *out, int64_t ldo, int accumulate, uint8_t *unpack_buf) {
+    const int64_t ng = w->k / GROUP;
+    weight_view wv = {{NULL, NULL}, NULL, w->kind == W_INT4 ? GROUP * PANEL / 2 : GROUP * PANEL};
+    for (int pp = 0; pp < P; pp++) wv.packed[pp] = w->vnni + (p0 + pp) * ng * wv.per_group;
+    const int tile_rows = w->digits == 2 ? 3 : VROWS; /* four rows of two digits spill registers */
+    if (w->kind == W_INT4 && rows > tile_rows) {
+        unpack_panels(&wv, P, ng, unpack_buf);
+        wv.unpacked = unpack_buf;
+    }
+    for (int r0 = 0; r0 < rows; r0 += tile_rows) {
+        const int R = rows - r0 < tile_rows ? rows - r0 : tile_rows;
+        tile_dispatch(R, P, w, &wv, p0, a, row0 + r0, out - row0 * ldo, ldo, accumulate);
     }
 }
 
@@ -241,29 +268,29 @@ void linear_vnni(const packed_linear *w, const float *x, int64_t m, int64_t ldx,
     const int64_t nrb = (m + VROW_BLOCK - 1) / VROW_BLOCK, items = nrb * npairs;
     const int digits = w->digits;
     fixed_rows a = {malloc((size_t)(m * k)), digits == 2 ? malloc((size_t)(m * k)) : NULL,
-                    malloc(sizeof(float) * (size_t)(m * ng)), malloc(sizeof(int32_t) * (size_t)(m * ng)), k, ng};
+                    malloc(sizeof(float) * (size_t)(m * ng)), malloc(sizeof(float) * (size_t)(m * ng)),
+                    malloc(sizeof(int32_t) * (size_t)(m * ng)), k, ng};
 #pragma omp parallel if (items > 1)
     {
 #pragma omp for schedule(static)
         for (int64_t r = 0; r < m; r++)
             quantize_row(x + r * ldx, k, digits, a.hi + r * k, a.lo ? a.lo + r * k : NULL, a.scale + r * ng,
-                         a.sum + r * ng);
+                         a.scaled_sum + r * ng, a.sum + r * ng);
 #ifdef _OPENMP
         const int64_t chunk = (npairs + omp_get_num_threads() - 1) / omp_get_num_threads();
 #else
         const int64_t chunk = npairs;
 #endif
-        float tile[VROW_BLOCK][2 * PANEL] __attribute__((aligned(64)));
+        uint8_t *unpack_buf = m > 1 ? malloc((size_t)(ng * GROUP * 2 * PANEL)) : NULL;
 #pragma omp for schedule(static, chunk)
         for (int64_t t = 0; t < items; t++) {
             const int64_t rb = t / npairs, p0 = 2 * (t % npairs);
             const int64_t r0 = rb * VROW_BLOCK, rows = m - r0 < VROW_BLOCK ? m - r0 : VROW_BLOCK;
-            const int P = p0 + 1 < np ? 2 : 1;
-            vnni_rows(w, p0, P, &a, r0, (int)rows, tile);
-            store_panels(w, p0, P, tile, (int)rows, out + r0 * ldo, ldo, accumulate);
+            vnni_rows(w, p0, p0 + 1 < np ? 2 : 1, &a, r0, (int)rows, out + r0 * ldo, ldo, accumulate, unpack_buf);
         }
+        free(unpack_buf);
     }
-    free(a.hi), free(a.lo), free(a.scale), free(a.sum);
+    free(a.hi), free(a.lo), free(a.scale), free(a.scaled_sum), free(a.sum);
 }
 
 #else
