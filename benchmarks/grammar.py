@@ -4,8 +4,13 @@ Teacher-forces each schema's valid instance (compact JSON, tokenized by the voca
 tokenizer) through each engine, timing every mask fill and every accept (the first mask of a
 schema is cold: no mask reuse across schemas; each engine keeps its per-tokenizer state), and
 checks correctness: the valid instance accepted token by token with EOS at the end, every
-invalid instance rejected. Single-threaded, compact whitespace. Two vocabularies: the default
-model's SmolLM2 (49k tokens) and Gemma 3 (262k tokens).
+invalid instance rejected. Single-threaded. Two vocabularies: the default model's SmolLM2 (49k
+tokens) and Gemma 3 (262k tokens).
+
+`--whitespace compact` (the default, the gateway's default) or `flexible` (the mode vLLM asks
+for: xgrammar `any_whitespace=True`, llguidance `whitespace_flexible`, ours
+`whitespace="flexible"`); the instances fed are compact JSON in both modes. `--property-order
+any` compiles ours with objects' properties in any order (the others keep declared order).
 
     .venv/bin/python benchmarks/grammar.py --limit 100 --vocab both [--plot grammar.png]
 
@@ -87,16 +92,19 @@ class Result:
 class Ours:
     name = "ours"
 
-    def __init__(self, tokenizer: Any) -> None:
+    def __init__(self, tokenizer: Any, whitespace: str = "compact", property_order: str = "declared") -> None:
         import grammar
 
         self.g = grammar
+        self.whitespace = whitespace
+        self.property_order = property_order
         self.vocab = grammar.Vocabulary.from_tokenizer(tokenizer)
         grammar.prepare(self.vocab)  # the mask tables, with the rest of the per-tokenizer set-up
         self.bitmask = grammar.allocate_bitmask(1, self.vocab)
 
     def compile(self, schema: dict) -> Any:
-        return self.g.compile_json_schema(schema, self.vocab)
+        return self.g.compile_json_schema(schema, self.vocab, whitespace=self.whitespace,
+                                          property_order=self.property_order)
 
     def matcher(self, compiled: Any) -> Any:
         return compiled.matcher()
@@ -123,15 +131,18 @@ class Ours:
 class XGrammar(Ours):
     name = "xgrammar"
 
-    def __init__(self, tokenizer: Any) -> None:
+    def __init__(self, tokenizer: Any, whitespace: str = "compact", property_order: str = "declared") -> None:
         import xgrammar as xgr
 
         self.xgr = xgr
+        self.flexible = whitespace == "flexible"
         info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=len(tokenizer))
         self.compiler = xgr.GrammarCompiler(info, max_threads=1, cache_enabled=False)
         self.bitmask = xgr.allocate_token_bitmask(1, len(tokenizer))
 
     def compile(self, schema: dict) -> Any:
+        if self.flexible:
+            return self.compiler.compile_json_schema(json.dumps(schema), any_whitespace=True)
         return self.compiler.compile_json_schema(json.dumps(schema), any_whitespace=False, separators=(",", ":"))
 
     def matcher(self, compiled: Any) -> Any:
@@ -148,17 +159,18 @@ class XGrammar(Ours):
 class LLGuidance(Ours):
     name = "llguidance"
 
-    def __init__(self, tokenizer: Any) -> None:
+    def __init__(self, tokenizer: Any, whitespace: str = "compact", property_order: str = "declared") -> None:
         import llguidance
         import llguidance.hf
         import llguidance.torch
 
         self.llg = llguidance
+        self.flexible = whitespace == "flexible"
         self.tokenizer = llguidance.hf.from_tokenizer(tokenizer)
         self.bitmask = llguidance.torch.allocate_token_bitmask(1, self.tokenizer.vocab_size)
 
     def compile(self, schema: dict) -> Any:
-        grammar = self.llg.LLMatcher.grammar_from_json_schema(json.dumps(schema), defaults={"whitespace_flexible": False})
+        grammar = self.llg.LLMatcher.grammar_from_json_schema(json.dumps(schema), defaults={"whitespace_flexible": self.flexible})
         m = self.llg.LLMatcher(self.tokenizer, grammar)
         if m.is_error():
             raise ValueError(m.get_error())
@@ -268,7 +280,8 @@ def print_slowest(engine: Ours, rows: list[dict], tokenizer: Any, eos: int, coun
     records: list[tuple] = []
     for row in rows:
         try:
-            g = compiler_for(engine.vocab).compile(compile_schema_to_grammar(row["schema"], "compact", False))
+            g = compiler_for(engine.vocab).compile(compile_schema_to_grammar(row["schema"], engine.whitespace, False,
+                                                                                engine.property_order))
         except Exception:  # noqa: BLE001 - a refusal: no masks to time
             continue
         records += _timed_fills(engine, g, row, tokenizer, eos)
@@ -389,12 +402,18 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1,
                         help="run the engines this many times, one after the other; quote each figure's median")
     parser.add_argument("--slowest", type=int, default=0, help="then list our N slowest mask fills")
+    parser.add_argument("--whitespace", default="compact", choices=["compact", "flexible"],
+                        help="compact JSON (the gateway's default) or flexible whitespace (as vLLM configures "
+                             "every engine: xgrammar any_whitespace=True, llguidance whitespace_flexible)")
+    parser.add_argument("--property-order", default="declared", choices=["declared", "any"],
+                        help="ours: objects' properties in declared order or in any order (the others: declared)")
     args = parser.parse_args()
     import torch
 
     from engine import hardware
 
-    print(f"machine: {hardware.describe(torch.device('cpu'))}")
+    print(f"machine: {hardware.describe(torch.device('cpu'))}; whitespace: {args.whitespace}; "
+          f"our property order: {args.property_order}")
     with gzip.open(args.data, "rt") as f:
         rows = [json.loads(line) for line in f]
     random.Random(args.seed).shuffle(rows)
@@ -415,7 +434,7 @@ def run_vocab(vocab_name: str, rows: list[dict], args: argparse.Namespace) -> No
         for name in list(names):
             t0 = time.perf_counter()
             try:
-                engine = makers[name](tokenizer)  # a fresh one per run: no compile cache carried over
+                engine = makers[name](tokenizer, args.whitespace, args.property_order)  # a fresh one per run: no compile cache carried over
             except ImportError as exc:
                 print(f"skipping {name}: {exc} (pip install xgrammar llguidance)")
                 names.remove(name)
@@ -426,7 +445,7 @@ def run_vocab(vocab_name: str, rows: list[dict], args: argparse.Namespace) -> No
             print(f"{vocab_name} {name} run {rep + 1}: per-tokenizer setup {setup_s:.2f} s, run {time.perf_counter() - t0:.1f} s")
     stats = print_tables(runs, len(rows), vocab_name)
     if args.slowest:
-        print_slowest(Ours(tokenizer), rows, tokenizer, eos, args.slowest)
+        print_slowest(Ours(tokenizer, args.whitespace, args.property_order), rows, tokenizer, eos, args.slowest)
     if args.plot:
         root, ext = os.path.splitext(args.plot)
         plot([rs[0] for rs in runs.values()], stats, f"{root}-{vocab_name}{ext or '.png'}", vocab_name)

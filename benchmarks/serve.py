@@ -165,9 +165,11 @@ def server_model(url: str, headers: dict[str, str]) -> str:
         return json.load(resp)["data"][0]["id"]
 
 
-def engine_gauges(url: str) -> dict[str, float]:
-    """Our gateway's KV and memory gauges from /metrics ({} for servers without them)."""
-    wanted = ("gateway_kv_cache_free_blocks", "gateway_kv_cache_total_blocks", "gateway_engine_resident_bytes")
+GAUGES = ("gateway_kv_cache_free_blocks", "gateway_kv_cache_total_blocks", "gateway_engine_resident_bytes")
+
+
+def engine_gauges(url: str, wanted: tuple[str, ...] = GAUGES) -> dict[str, float]:
+    """Our gateway's KV and memory gauges (or the `wanted` ones) from /metrics ({} for servers without them)."""
     try:
         with urllib.request.urlopen(url + "/metrics", timeout=10) as resp:
             lines = resp.read().decode().splitlines()

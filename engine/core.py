@@ -100,7 +100,8 @@ class EngineCore:
         self.info = ModelInfo(files.name, str(files.folder), max_len, model.vocab_size,
                               files.eos_token_ids, num_blocks, summary)  # fmt: skip
         self.structured = StructuredOutputs(self.info.path, self.info.vocab_size, self.info.eos_token_ids,
-                                            config.grammar_compile_timeout, config.structured_outputs_open_objects)  # fmt: skip
+                                            config.grammar_compile_timeout, config.structured_outputs_open_objects,
+                                            config.structured_outputs_property_order)  # fmt: skip
         self.structured.warm()
         self.speculator = None
         if config.speculative is not None:

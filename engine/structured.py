@@ -11,7 +11,9 @@ output under `structured` before it was ever accepted: the gateway's 400).
 JSON schemas (`json_schema` and the calls of a `structural_tag`) compile in the grammar's strict
 mode unless `open_objects` is set (`--structured-outputs-open-objects`): an object schema that
 names its properties admits no others, and `prefixItems` without `items` admit nothing after them,
-as in vLLM's default (xgrammar) backend; `json_object` is any object either way.
+as in vLLM's default (xgrammar) backend; `json_object` is any object either way. A `json_schema`'s
+objects take their properties in declared order unless `property_order` is "any"
+(`--structured-outputs-property-order`, grammar/frontends/json_order.py).
 """
 
 from __future__ import annotations
@@ -73,11 +75,15 @@ def start_thread(fn: Callable[[], object], name: str) -> Future:
     return future
 
 
-def compile_spec(spec: StructuredSpec, vocab, limit: float | None = None, open_objects: bool = False):
+def compile_spec(spec: StructuredSpec, vocab, limit: float | None = None, open_objects: bool = False,
+                 property_order: str = "declared"):
     """Compiles a spec to a grammar.CompiledGrammar; raises grammar.GrammarError or ValueError
     (also once `limit` seconds have passed: the compile stops and frees its thread).
     `open_objects`: JSON Schema's open objects and tuples instead of strict mode."""
     with grammar.time_limit(limit):
+        if isinstance(spec, JsonSchemaSpec) and property_order != "declared":
+            return grammar.compile_json_schema(json.loads(spec.json_schema), vocab, whitespace=spec.whitespace,
+                                               strict=not open_objects, property_order=property_order)
         return _compile(spec, vocab, not open_objects)
 
 
@@ -114,12 +120,13 @@ class StructuredOutputs:
     as in `compile_spec` (EngineConfig.structured_outputs_open_objects)."""
 
     def __init__(self, tokenizer_folder: str, vocab_size: int, eos_token_ids: list[int], compile_timeout: float,
-                 open_objects: bool = False) -> None:
+                 open_objects: bool = False, property_order: str = "declared") -> None:
         self._folder = tokenizer_folder
         self._vocab_size = vocab_size
         self._eos_token_ids = eos_token_ids
         self._timeout = compile_timeout
         self._open_objects = open_objects
+        self._property_order = property_order
         self._vocab = None
         self._executor: ThreadPoolExecutor | None = None
         self._mask_executor: ThreadPoolExecutor | None = None
@@ -145,12 +152,13 @@ class StructuredOutputs:
 
     def check(self, spec: StructuredSpec) -> None:
         """Compiles `spec` now, on the caller's thread; raises what the compiler raises."""
-        compile_spec(spec, self._vocabulary(), self._timeout, self._open_objects)
+        compile_spec(spec, self._vocabulary(), self._timeout, self._open_objects, self._property_order)
 
     def submit(self, request) -> None:
         """Starts compiling the request's grammar on a thread of its own (a slow compile holds up no other)."""
         spec = request.params.structured
-        future = start_thread(lambda: compile_spec(spec, self._vocabulary(), self._timeout, self._open_objects),
+        future = start_thread(lambda: compile_spec(spec, self._vocabulary(), self._timeout, self._open_objects,
+                                                   self._property_order),
                               "grammar-compile")  # fmt: skip
         self.pending.append(_Pending(request, future, time.monotonic() + self._timeout))
 

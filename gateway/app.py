@@ -10,7 +10,15 @@ from typing import Any
 
 from aiohttp import web
 
-from gateway import openapi, routes_embeddings, routes_misc, routes_playground, routes_profile
+from gateway import (
+    openapi,
+    routes_embeddings,
+    routes_messages,
+    routes_misc,
+    routes_playground,
+    routes_profile,
+    routes_responses,
+)
 from gateway.auth import auth_middleware
 from gateway.engine_pool import EnginePool
 from gateway.errors import error_middleware
@@ -96,6 +104,8 @@ def create_app(
     app[SERVICES] = Services(settings=settings, metrics=metrics)
     app.router.add_post("/v1/chat/completions", chat_completions)
     app.router.add_post("/v1/completions", completions)
+    routes_responses.add_routes(app)
+    routes_messages.add_routes(app)
     routes_embeddings.add_routes(app)
     routes_misc.add_routes(app)
     routes_playground.add_routes(app)

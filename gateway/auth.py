@@ -45,6 +45,11 @@ class KeyChecker:
     def __init__(self, keys: Iterable[str]) -> None:
         self._expected = [f"Bearer {key}".encode() for key in keys]
 
+    def accepts_request(self, headers) -> bool:
+        """`Authorization: Bearer <key>`, or Anthropic's `x-api-key: <key>`."""
+        key = headers.get("x-api-key")
+        return self.accepts(headers.get("Authorization", "")) or (key is not None and self.accepts(f"Bearer {key}"))
+
     def accepts(self, authorization: str) -> bool:
         given = authorization.encode("utf-8", "replace")
         ok = False
@@ -54,7 +59,7 @@ class KeyChecker:
 
 
 def auth_middleware(keys: Iterable[str], protect_metrics: bool = False):
-    """Requires `Authorization: Bearer <key>` with one of `keys` on every route except the open ones
+    """Requires `Authorization: Bearer <key>` (or `x-api-key: <key>`) with one of `keys` on every route except the open ones
     (/health, /metrics, /openapi.json and the playground page; /health and /metrics too with
     `protect_metrics`)."""
     checker = KeyChecker(keys)
@@ -63,7 +68,7 @@ def auth_middleware(keys: Iterable[str], protect_metrics: bool = False):
     @web.middleware
     async def middleware(request: web.Request, handler) -> web.StreamResponse:
         if (request.path not in open_paths and not routes_playground.is_public(request.path)
-                and not checker.accepts(request.headers.get("Authorization", ""))):
+                and not checker.accepts_request(request.headers)):
             raise ApiError(401, "Incorrect API key provided.", code="invalid_api_key")
         return await handler(request)
 

@@ -13,6 +13,7 @@ from gateway.auth import collect_keys
 from gateway.parser_config import ParserConfig
 from gateway.cli_args import build_parser
 from gateway.http_server import HttpLimits
+from gateway.response_store import default_store_path
 from gateway.state import GatewaySettings, Services
 from gateway.tls import TlsSettings, parse_cert_reqs
 
@@ -48,6 +49,7 @@ def _engine_config(args: argparse.Namespace):
         enforce_eager=args.enforce_eager,
         gpu_memory_utilization=args.gpu_memory_utilization,
         structured_outputs_open_objects=args.structured_outputs_open_objects,
+        structured_outputs_property_order=args.structured_outputs_property_order,
         speculative=args.speculative,
         draft_model=args.draft_model,
         num_speculative_tokens=args.num_speculative_tokens,
@@ -103,6 +105,8 @@ def _settings(args: argparse.Namespace) -> tuple[GatewaySettings, TlsSettings]:
     """Raises ValueError naming the flag at fault."""
     if args.data_parallel_size < 1:
         raise ValueError("--data-parallel-size must be >= 1")
+    if args.response_store_max_mb <= 0 or args.response_store_max_age_days < 0:
+        raise ValueError("--response-store-max-mb must be > 0 and --response-store-max-age-days >= 0")
     for flag in ("max_connections", "body_read_timeout", "request_timeout", "max_url_bytes", "max_header_bytes",
                  "max_headers", "engine_heartbeat_timeout", "idle_connection_timeout"):  # fmt: skip
         value = getattr(args, flag)
@@ -117,6 +121,9 @@ def _settings(args: argparse.Namespace) -> tuple[GatewaySettings, TlsSettings]:
         parsers=ParserConfig(tool_parser=args.tool_parser, reasoning_parser=args.reasoning_parser),
         profiler_dir=args.profiler_dir,
         body_read_timeout_s=args.body_read_timeout,
+        response_store=args.response_store or str(default_store_path()),
+        response_store_max_mb=args.response_store_max_mb,
+        response_store_max_age_s=args.response_store_max_age_days * 86400 or None,
     )
     tls = TlsSettings(keyfile=args.ssl_keyfile, certfile=args.ssl_certfile, ca_certs=args.ssl_ca_certs,
                       cert_reqs=parse_cert_reqs(args.ssl_cert_reqs))  # fmt: skip

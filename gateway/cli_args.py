@@ -56,6 +56,20 @@ def _output_flags(serve: argparse.ArgumentParser) -> None:
     group.add_argument("--structured-outputs-open-objects", action="store_true",
                        help="JSON schemas keep JSON Schema's open objects and tuples (default: an object that names "
                             "its properties admits no others, as vLLM's xgrammar backend)")
+    group.add_argument("--structured-outputs-property-order", default="declared", choices=["declared", "any"],
+                       help="JSON schemas' object properties: in the schema's declared order (default; as OpenAI, "
+                            "xgrammar and llguidance) or in any order (small objects; grammar/README.md)")
+
+
+def _store_flags(serve: argparse.ArgumentParser) -> None:
+    group = serve.add_argument_group("response store (/v1/responses, previous_response_id)")
+    group.add_argument("--response-store", default=None, metavar="PATH|memory|none",
+                       help="a SQLite file that keeps stored responses across restarts (default: "
+                            "~/.cache/agent-gateway/responses.sqlite3), memory (lost at exit) or none (no store)")
+    group.add_argument("--response-store-max-mb", type=float, default=256.0,
+                       help="size bound of the stored responses; past it the oldest are deleted first")
+    group.add_argument("--response-store-max-age-days", type=float, default=30.0,
+                       help="stored responses older than this are deleted (0: no age limit)")
 
 
 def _engine_flags(serve: argparse.ArgumentParser) -> None:
@@ -142,5 +156,6 @@ def build_parser() -> argparse.ArgumentParser:
     _speculative_flags(serve)
     _server_flags(serve)
     _output_flags(serve)
+    _store_flags(serve)
     _embedding_flags(serve)
     return parser

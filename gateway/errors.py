@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
+from collections.abc import Iterator
 
 import msgspec
 from aiohttp import web
@@ -44,17 +46,46 @@ class ApiError(Exception):
         info = ErrorInfo(message=self.message, type=self.type, param=self.param, code=self.code)
         return _ENCODER.encode(ErrorBody(error=info))
 
-    def response(self) -> web.Response:
-        response = web.Response(
-            status=self.status, body=self.body(), content_type="application/json", headers=self.headers
-        )
+    def anthropic_body(self) -> bytes:
+        """Anthropic's shape: `{"type": "error", "error": {"type", "message"}}` (the type from the status)."""
+        return _ENCODER.encode({"type": "error", "error": {"type": anthropic_type(self.status), "message": self.message}})
+
+    def response(self, anthropic: bool = False) -> web.Response:
+        body = self.anthropic_body() if anthropic else self.body()
+        response = web.Response(status=self.status, body=body, content_type="application/json", headers=self.headers)
         if self.headers.get("Connection") == "close":
             response.force_close()  # also skips aiohttp's lingering read of an unread body
         return response
 
 
+_ANTHROPIC_TYPES = {401: "authentication_error", 403: "permission_error", 404: "not_found_error",
+                    413: "request_too_large", 429: "rate_limit_error", 503: "overloaded_error",
+                    529: "overloaded_error"}  # fmt: skip
+ANTHROPIC_PATHS = ("/v1/messages",)  # routes whose errors take Anthropic's shape
+
+
+def anthropic_type(status: int) -> str:
+    """Anthropic's error type for an HTTP status."""
+    return _ANTHROPIC_TYPES.get(status, "api_error" if status >= 500 else "invalid_request_error")
+
+
 def bad_request(message: str, param: str | None = None) -> ApiError:
     return ApiError(400, message, param=param, code="invalid_value" if param else None)
+
+
+@contextlib.contextmanager
+def renamed_params(names: dict[str, str]) -> Iterator[None]:
+    """Inside, an ApiError names the front door's field, not chat's: with {"messages": "input"} a
+    refusal of `messages` (the translated request's) says `input` (used by the Responses and
+    Messages translations)."""
+    try:
+        yield
+    except ApiError as exc:
+        root = (exc.param or "").split(".")[0].split("[")[0]
+        if root in names:
+            exc.param = names[root] + exc.param[len(root):]
+            exc.message = re.sub(rf"\b{re.escape(root)}\b", names[root], exc.message)
+        raise
 
 
 def from_decode_error(exc: msgspec.DecodeError) -> ApiError:
@@ -96,22 +127,24 @@ def from_http_exception(exc: web.HTTPException) -> ApiError:
 
 @web.middleware
 async def error_middleware(request: web.Request, handler) -> web.StreamResponse:
-    """Renders ApiError and aiohttp's HTTP exceptions as OpenAI error bodies; a 500 is logged."""
+    """Renders ApiError and aiohttp's HTTP exceptions as OpenAI error bodies (Anthropic's under
+    /v1/messages); a 500 is logged."""
+    anthropic = request.path.startswith(ANTHROPIC_PATHS)
     try:
         return await handler(request)
     except ApiError as exc:
-        return exc.response()
+        return exc.response(anthropic)
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
-        return from_http_exception(exc).response()
+        return from_http_exception(exc).response(anthropic)
     except msgspec.DecodeError as exc:
-        return from_decode_error(exc).response()
+        return from_decode_error(exc).response(anthropic)
     except HttpProcessingError as exc:  # a body aiohttp could not read (bad chunking or content encoding)
         status = exc.code if 400 <= exc.code < 500 else 400
-        return ApiError(status, f"The request could not be read: {exc.message}", code="invalid_body").response()
+        return ApiError(status, f"The request could not be read: {exc.message}", code="invalid_body").response(anthropic)
     except (ConnectionResetError, asyncio.CancelledError):
         raise
     except Exception:
         log.exception("internal error while serving %s %s", request.method, request.path)
-        return ApiError(500, "Internal server error", type="internal_error", code="internal_error").response()
+        return ApiError(500, "Internal server error", type="internal_error", code="internal_error").response(anthropic)

@@ -75,7 +75,8 @@ def refused(exc: RequestRefused, names: dict[str, str]) -> ApiError:
     """The engine's refusal as a 400 naming the request's own field (`names` maps engine field names,
     e.g. `structured` -> `response_format`, `prompt` -> `messages`, onto the route's)."""
     param = names.get(exc.field, exc.field)
-    return ApiError(400, f"{param}: {exc.reason}", param=param if param.isidentifier() else None, code="invalid_value")
+    named = all(part.isidentifier() for part in param.split("."))  # a dotted path names a nested field
+    return ApiError(400, f"{param}: {exc.reason}", param=param if named else None, code="invalid_value")
 
 
 Job = tuple[list[int], SamplingParams]  # one engine request: prompt token ids and its params
@@ -162,10 +163,12 @@ async def drain(services: Services, events: Events, absorb: Callable[[int, Any],
 Writer = Callable[[SseWriter, Events], Awaitable[None]]
 
 
-async def stream(request: web.Request, services: Services, call_id: str, events: Events, write: Writer) -> web.StreamResponse:
+async def stream(request: web.Request, services: Services, call_id: str, events: Events, write: Writer,
+                 sse: SseWriter | None = None) -> web.StreamResponse:  # fmt: skip
     """An SSE response: `write` sends the call's chunks from `events`, then `[DONE]`; a failure after
-    the stream opened is an error event; a client that leaves aborts its engine requests."""
-    sse = SseWriter(request)
+    the stream opened is an error event; a client that leaves aborts its engine requests. `sse` is
+    the API's writer (default: chat's `data:` lines)."""
+    sse = sse or SseWriter(request)
     try:
         await sse.open()
         await write(sse, events)
@@ -186,14 +189,16 @@ async def stream(request: web.Request, services: Services, call_id: str, events:
     return sse.response
 
 
-async def respond(request: web.Request, services: Services, call: Call) -> web.StreamResponse:
+async def respond(request: web.Request, services: Services, call: Call,
+                  sse: SseWriter | None = None) -> web.StreamResponse:  # fmt: skip
     """The skeleton every generation route shares: hold queue places, admit the call's engine
-    requests (400/429/503 as plain JSON), then stream its chunks or answer with its whole body."""
+    requests (400/429/503 as plain JSON), then stream its chunks (through `sse`, default chat's
+    writer) or answer with its whole body."""
     with admit(services, len(call.jobs)):
         events = await start(services, call.id, call.jobs, call.names)
         services.metrics.prompt_tokens.inc(call.num_prompt_tokens)
         if call.streaming:
-            return await stream(request, services, call.id, events, call.write_stream)
+            return await stream(request, services, call.id, events, call.write_stream, sse)
         await drain(services, events, call.absorb)
         return web.Response(body=_ENCODER.encode(call.body()), content_type="application/json")
 

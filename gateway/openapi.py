@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import types
+import typing
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +25,15 @@ from schemas.openai import (
     ModelList,
     TokenizeRequest,
 )
+from schemas.anthropic import (
+    CountTokensRequest,
+    CountTokensResponse,
+    ErrorEvent,
+    Message,
+    MessagesRequest,
+    StreamEvent,
+)
+from schemas.openai_responses import InputItemList, Response, ResponseDeleted, ResponsesRequest, ResponseStreamEvent
 from schemas.openai_embeddings import EmbeddingRequest, EmbeddingResponse
 from schemas.openai_server import DetokenizeResponse, HealthResponse, ProfileResponse, TokenizeResponse
 
@@ -39,6 +50,7 @@ class Operation:
     response: type | None = None
     stream: type | None = None
     media_type: str = "application/json"
+    error: type = ErrorBody  # the API's error body (Anthropic's on /v1/messages)
 
 
 OPERATIONS: dict[tuple[str, str], Operation] = {
@@ -46,6 +58,16 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
                                                 ChatCompletionRequest, ChatCompletion, ChatCompletionChunk),
     ("POST", "/v1/completions"): Operation("Text completion (stream: true answers with SSE chunks)",
                                            CompletionRequest, Completion, Completion),
+    ("POST", "/v1/responses"): Operation("Responses API: a response (stream: true answers with SSE events)",
+                                         ResponsesRequest, Response, ResponseStreamEvent),
+    ("GET", "/v1/responses/{response_id}"): Operation("A stored response", None, Response),
+    ("DELETE", "/v1/responses/{response_id}"): Operation("Delete a stored response", None, ResponseDeleted),
+    ("GET", "/v1/responses/{response_id}/input_items"): Operation("A stored response's input items", None,
+                                                                  InputItemList),
+    ("POST", "/v1/messages"): Operation("Anthropic Messages API (stream: true answers with SSE events)",
+                                        MessagesRequest, Message, StreamEvent, error=ErrorEvent),
+    ("POST", "/v1/messages/count_tokens"): Operation("Anthropic Messages API: the prompt's token count",
+                                                     CountTokensRequest, CountTokensResponse, error=ErrorEvent),
     ("POST", "/v1/embeddings"): Operation("Embeddings of strings or token ids", EmbeddingRequest, EmbeddingResponse),
     ("GET", "/v1/models"): Operation("The served models (chat and embedding)", None, ModelList),
     ("GET", "/v1/models/{model_id}"): Operation("One served model", None, ModelCard),
@@ -62,8 +84,13 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
 def _types() -> list[type]:
     found = [ErrorBody]
     for op in OPERATIONS.values():
-        found += [t for t in (op.request, op.response, op.stream) if isinstance(t, type) and issubclass(t, msgspec.Struct)]
+        found += [t for t in (op.request, op.response, op.stream, op.error) if _is_typed(t)]
     return list(dict.fromkeys(found))
+
+
+def _is_typed(t: Any) -> bool:
+    """A msgspec Struct or a union of them (a stream's events), as opposed to str, dict or None."""
+    return (isinstance(t, type) and issubclass(t, msgspec.Struct)) or typing.get_origin(t) in (typing.Union, types.UnionType)
 
 
 def _content(schema: dict[str, Any], op: Operation) -> dict[str, Any]:
@@ -85,7 +112,7 @@ def _operation(method: str, path: str, op: Operation | None, refs: dict[type, di
         ok["content"] = _content(refs.get(op.response) or msgspec.json.schema(op.response), op)
         if op.stream is not None:
             ok["content"]["text/event-stream"] = {"schema": refs[op.stream]}
-    error = {"description": "An OpenAI error body", "content": {"application/json": {"schema": refs[ErrorBody]}}}
+    error = {"description": "An error body", "content": {"application/json": {"schema": refs[op.error]}}}
     out["responses"] = {"200": ok, "4XX": error, "5XX": error}
     return out
 

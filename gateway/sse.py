@@ -46,3 +46,35 @@ class SseWriter:
     async def done(self) -> None:
         await self.response.write(b"data: [DONE]\n\n")
         await self.response.write_eof()
+
+
+class EventSseWriter(SseWriter):
+    """SSE as the Responses and Messages APIs send it: `event: <type>` before each `data:` line, no
+    `[DONE]`; an error after the stream opened is the API's own error event (`error_event`)."""
+
+    def __init__(self, request: web.Request, error_event) -> None:
+        super().__init__(request)
+        self._error_event = error_event  # ApiError -> the event struct that ends the stream
+
+    @staticmethod
+    def _frame(event: msgspec.Struct) -> bytes:
+        tag = type(event).__struct_config__.tag
+        name = tag if isinstance(tag, str) else getattr(event, "type", "message")
+        return b"event: " + name.encode() + b"\ndata: " + _ENCODER.encode(event) + b"\n\n"
+
+    async def send(self, event: msgspec.Struct) -> None:
+        await self.response.write(self._frame(event))
+
+    async def send_many(self, events: list[msgspec.Struct]) -> None:
+        if events:
+            await self.response.write(b"".join(self._frame(e) for e in events))
+
+    async def error(self, error: ApiError) -> None:
+        try:
+            await self.send(self._error_event(error))
+            await self.response.write_eof()
+        except ConnectionResetError:
+            pass
+
+    async def done(self) -> None:
+        await self.response.write_eof()

@@ -29,6 +29,9 @@ class GatewaySettings:
     retry_after_s: int = 1
     profiler_dir: str | None = None  # None: no /start_profile and /stop_profile routes
     body_read_timeout_s: float | None = 30.0  # a body still arriving after this is a 408
+    response_store: str = "memory"  # stored Responses: a SQLite file, "memory" or "none" (the CLI's default: a file)
+    response_store_max_mb: float = 256.0  # the oldest stored responses go first past this size
+    response_store_max_age_s: float | None = None  # ... and past this age
 
 
 @dataclass(slots=True)

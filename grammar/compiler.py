@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import functools
 import gc
 import json
+import logging
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
+from grammar.automaton import dfa_ref, nfa_ref
 from grammar.automaton.dfa import DEFAULT_BUILDER
+from grammar.automaton.nfa import DEFAULT_NFA_WALK
 from grammar.bitmask import BitmaskViews
 from grammar.compiled import FIRST_MASKS_BUDGET_S, CompiledGrammar
 from grammar.errors import GrammarError
@@ -20,11 +24,14 @@ from grammar.frontends.lark import lark_to_grammar
 from grammar.frontends.regex import regex_to_node
 from grammar.frontends.structural import structural_to_grammar
 from grammar.ir import Grammar, literals
+from grammar.masks import walk_ref
 from grammar.masks.index import DEFAULT_WALK, TokenIndex
 from grammar.precompute_worker import PrecomputeWorker
 from grammar.vocab import Vocabulary
 
 MAX_CACHED_GRAMMARS = 256
+LOG = logging.getLogger("grammar")
+BUILD_COMMAND = "make setup (or: pip install -e .)"
 
 
 class Compiler:
@@ -44,6 +51,7 @@ class Compiler:
 
     def __init__(self, vocab: Vocabulary, walk: ModuleType = DEFAULT_WALK, builder: type = DEFAULT_BUILDER,
                  deferred: bool = True) -> None:
+        warn_if_unbuilt()
         self.vocab = vocab
         self.index = TokenIndex(vocab, walk)
         self.views = BitmaskViews()
@@ -83,10 +91,11 @@ class Compiler:
         return compiled
 
     def compile_json_schema(self, schema: dict[str, Any] | str | bool, whitespace: str = "compact",
-                            strict: bool = False) -> CompiledGrammar:
+                            strict: bool = False, property_order: str = "declared") -> CompiledGrammar:
         """See the module function."""
         text = schema if isinstance(schema, str) else _key_text(schema)
-        return self._cached(("json", text, whitespace, strict), lambda: compile_schema_to_grammar(schema, whitespace, strict))
+        return self._cached(("json", text, whitespace, strict, property_order),
+                            lambda: compile_schema_to_grammar(schema, whitespace, strict, property_order))
 
     def compile_regex(self, pattern: str) -> CompiledGrammar:
         return self._cached(("regex", pattern), lambda: Grammar({"start": regex_to_node(pattern)}))
@@ -105,6 +114,23 @@ class Compiler:
     def compile_structural_tag(self, spec: dict[str, Any], strict: bool = False) -> CompiledGrammar:
         key = _key_text(spec, sort_keys=True, default=repr)
         return self._cached(("structural", key, strict), lambda: structural_to_grammar(spec, strict))
+
+
+def unbuilt_extensions() -> list[str]:
+    """The C extensions this checkout lacks (their Python references are the defaults then)."""
+    defaults = (("grammar/automaton/_nfa.c", DEFAULT_NFA_WALK is nfa_ref), ("grammar/automaton/_dfa.c",
+                DEFAULT_BUILDER is dfa_ref.Builder), ("grammar/masks/_walk.c", DEFAULT_WALK is walk_ref))
+    return [name for name, missing in defaults if missing]
+
+
+@functools.cache
+def warn_if_unbuilt() -> None:
+    """One warning per process, at the first compiler made, when a C extension was not built: the
+    references give the same masks about 30x slower, which nothing else would show."""
+    missing = unbuilt_extensions()
+    if missing:
+        LOG.warning("grammar: C extensions not built (%s): compiling and masks use the Python references, about "
+                    "30x slower; build them with %s", ", ".join(missing), BUILD_COMMAND)
 
 
 @contextmanager
@@ -142,12 +168,13 @@ def prepare(vocab: Vocabulary) -> None:
 
 
 def compile_json_schema(schema: dict[str, Any] | str | bool, vocab: Vocabulary, whitespace: str = "compact",
-                        strict: bool = False) -> CompiledGrammar:
-    """A grammar for JSON documents valid under `schema` (declared property order). `strict`: an
+                        strict: bool = False, property_order: str = "declared") -> CompiledGrammar:
+    """A grammar for JSON documents valid under `schema`; `property_order` "declared" (objects'
+    declared properties in the schema's order) or "any" (grammar/frontends/json_order.py). `strict`: an
     object schema that names its properties (properties, patternProperties, required) without
     saying `additionalProperties` admits only those, and `prefixItems` without `items` admit nothing
     after them (xgrammar's strict mode, OpenAI's strict tools); False keeps JSON Schema's meaning."""
-    return compiler_for(vocab).compile_json_schema(schema, whitespace, strict)
+    return compiler_for(vocab).compile_json_schema(schema, whitespace, strict, property_order)
 
 
 def compile_regex(pattern: str, vocab: Vocabulary) -> CompiledGrammar:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from urllib.parse import unquote
 
@@ -26,12 +27,12 @@ SUPPORTED = frozenset({
     "additionalProperties", "items", "prefixItems", "additionalItems", "minItems", "maxItems",
     "minLength", "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum",
     "exclusiveMaximum", "multipleOf", "nullable", "uniqueItems", "minProperties", "maxProperties",
-    "patternProperties", "not", "dependencies", "dependentRequired", "dependentSchemas", ONE_OF_REQUIRED, FORBID,
-    EXCLUDE_STRINGS,
+    "patternProperties", "not", "dependencies", "dependentRequired", "dependentSchemas", "propertyNames",
+    ONE_OF_REQUIRED, FORBID, EXCLUDE_STRINGS,
 })
 UNSUPPORTED = frozenset({
     "if", "then", "else",
-    "propertyNames", "contains", "minContains", "maxContains",
+    "contains", "minContains", "maxContains",
     "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef", "$dynamicAnchor",
     "$recursiveAnchor",
 })
@@ -47,6 +48,22 @@ def check_keywords(schema: dict[str, Any], where: str) -> None:
             raise GrammarError(f"{where}/{key}: keyword {key!r} is not supported")
     if schema.get("uniqueItems") is True and not (isinstance(schema.get("maxItems"), int) and schema["maxItems"] <= 1):
         raise GrammarError(f"{where}/uniqueItems: keyword 'uniqueItems' is not supported")
+
+
+def as_standard(schema: Any) -> Any:
+    """`schema` with the internal keywords (ONE_OF_REQUIRED, FORBID, EXCLUDE_STRINGS) spelled in
+    standard JSON Schema, for a validator (which would ignore them) to check values against."""
+    if isinstance(schema, list):
+        return [as_standard(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: as_standard(v) for k, v in schema.items() if k not in (ONE_OF_REQUIRED, FORBID, EXCLUDE_STRINGS)}
+    extra: list[Any] = [{"oneOf": [{"required": list(r)} for r in group]} for group in schema.get(ONE_OF_REQUIRED, [])]
+    extra += [{"not": {"required": [name]}} for name in schema.get(FORBID, [])]
+    extra += [{"not": {"type": "string", **as_standard(c)}} for c in schema.get(EXCLUDE_STRINGS, [])]
+    if extra:
+        out["allOf"] = [*out.get("allOf", []), *extra]
+    return out
 
 
 def resolve_pointer(root: Any, pointer: str, where: str) -> Any:
@@ -110,7 +127,7 @@ def _merge_two(a: dict[str, Any], b: dict[str, Any], where: str) -> dict[str, An
             out[key] = value
             continue
         old = out[key]
-        if key == "properties":
+        if key in ("properties", "patternProperties") and isinstance(old, dict) and isinstance(value, dict):
             merged = dict(old)
             for name, sub in value.items():
                 merged[name] = {"allOf": [merged[name], sub]} if name in merged else sub
@@ -133,21 +150,36 @@ def _merge_two(a: dict[str, Any], b: dict[str, Any], where: str) -> dict[str, An
             out[key] = _merge_dependencies(old, value, where, key)
         elif key == "not":  # not A and not B == not (A or B)
             out[key] = {"anyOf": [old, value]}
-        elif key in ("additionalProperties", "items") and isinstance(old, (dict, bool)) and isinstance(value, (dict, bool)):
+        elif key in ("additionalProperties", "items", "propertyNames") and isinstance(old, (dict, bool)) and isinstance(value, (dict, bool)):
             out[key] = False if old is False or value is False else {"allOf": [old, value]}
         elif old != value:
             raise GrammarError(f"{where}/allOf: conflicting values for keyword {key!r}")
-    object_keys = ("properties", "required", "additionalProperties", "patternProperties")
-    if "patternProperties" in out and any(k in a for k in object_keys) and any(k in b for k in object_keys):
+    object_keys = ("properties", "additionalProperties", "patternProperties")  # `required` alone merges exactly
+    if "patternProperties" in out and any(k in a for k in object_keys) and any(k in b for k in object_keys) and not (
+            a.get("additionalProperties", True) is True and b.get("additionalProperties", True) is True):
+        # Both parts open: a name's schema is each part's (declared, or its matching patterns) together,
+        # which the merged properties and patterns say exactly. With additionalProperties in a part,
+        # a name that only the other part's patterns match would need that part's extra schema too.
         raise GrammarError(f"{where}/allOf: patternProperties merged with other object keywords is not supported")
     if b.get("additionalProperties") is False or a.get("additionalProperties") is False:
         closed = b if b.get("additionalProperties") is False else a
-        allowed = set(closed.get("properties", {}))
+        declared, patterns = set(closed.get("properties", {})), list(closed.get("patternProperties", {}))
+
+        def allowed(name: str) -> bool:  # by the closed part: declared, or matched by one of its patterns
+            return name in declared or any(_search(p, name) for p in patterns)
+
         props = out.get("properties", {})
-        out["properties"] = {k: v for k, v in props.items() if k in allowed}
-        if any(r not in allowed for r in out.get("required", [])):
+        out["properties"] = {k: v for k, v in props.items() if allowed(k)}
+        if any(not allowed(r) for r in out.get("required", [])):
             out["type"] = []
     return out
+
+
+def _search(pattern: str, name: str) -> bool:
+    try:
+        return re.search(pattern, name) is not None
+    except re.error:  # refused with its pointer where the object is compiled (json_patterns.pattern_schemas)
+        return False
 
 
 def _merge_dependencies(a: dict[str, Any], b: dict[str, Any], where: str, key: str) -> dict[str, Any]:

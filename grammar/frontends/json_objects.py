@@ -7,6 +7,8 @@ from typing import Any, Protocol
 from grammar.errors import GrammarError
 from grammar.frontends.json_closed import closes_object, closes_tuple
 from grammar.frontends.json_merge import FORBID
+from grammar.frontends.json_names import property_names
+from grammar.frontends.json_order import any_order_graph
 from grammar.frontends.json_patterns import extra_member, matching, pattern_schemas
 from grammar.frontends.json_presence import check_declared, escape, presence_graph, presence_rule
 from grammar.frontends.json_text import json_string
@@ -23,6 +25,8 @@ class SchemaCompiler(Protocol):
     ws: Node  # whitespace between tokens
     char: Node  # any string character
     strict: bool  # close objects and tuples (grammar/frontends/json_closed.py)
+    property_order: str  # "declared" or "any" (grammar/frontends/json_order.py)
+    order_budget: list[int]  # what any-order objects may still copy (json_order.py MAX_ANY_ORDER_SIZE)
 
     def node(self, schema: Any, where: str) -> Node: ...
 
@@ -39,8 +43,8 @@ def _count(schema: dict[str, Any], key: str, where: str) -> int | None:
 
 
 def object_node(sc: SchemaCompiler, schema: dict[str, Any], where: str) -> Node:
-    """`{` members `}` with declared properties in order, then additional ones if allowed (by
-    patternProperties and additionalProperties: grammar/frontends/json_patterns.py)."""
+    """`{` members `}` with declared properties in order (or in any order: json_order.py), then
+    additional ones if allowed (by patternProperties and additionalProperties: json_patterns.py)."""
     props = schema.get("properties", {})
     if not isinstance(props, dict):
         raise GrammarError(f"{where}/properties: must be an object")
@@ -48,6 +52,9 @@ def object_node(sc: SchemaCompiler, schema: dict[str, Any], where: str) -> Node:
     if not isinstance(required, list):
         raise GrammarError(f"{where}/required: must be an array")
     forbid = schema.get(FORBID, [])  # names a narrowed oneOf branch must not hold (json_one_of.py)
+    name_lang, name_ok = property_names(sc, schema, where)
+    if name_lang is not None:  # declared names propertyNames refuses are never written
+        forbid = [*forbid, *[n for n in dict.fromkeys([*props, *required]) if isinstance(n, str) and not name_ok(n)]]
     if forbid:
         if any(name in forbid for name in required):
             return NOTHING
@@ -76,7 +83,7 @@ def object_node(sc: SchemaCompiler, schema: dict[str, Any], where: str) -> Node:
         key = lit(json_string(name) + ":") if ws is EMPTY else seq(lit(json_string(name)), ws, COLON, ws)
         members.append((seq(key, value), name in required))
         member_names.append(name)
-    extra = extra_member(sc, patterns, extra_schema, names + [f for f in forbid if f not in names], where)
+    extra = extra_member(sc, patterns, extra_schema, names + [f for f in forbid if f not in names], where, name_lang)
     comma = seq(ws, lit(","), ws)
     if rule:
         for key in ("minProperties", "maxProperties"):
@@ -90,7 +97,9 @@ def object_node(sc: SchemaCompiler, schema: dict[str, Any], where: str) -> Node:
         lo, hi = _count(schema, "minProperties", where) or 0, _count(schema, "maxProperties", where)
         num_required = sum(1 for _, req in members if req)
         if lo <= num_required and (hi is None or (extra is None and hi >= len(members))):
-            body = _members_graph(members, extra, comma)  # the counts follow from the properties
+            # the counts follow from the properties
+            body = (any_order_graph(members, extra, comma, ws, sc.order_budget) if sc.property_order == "any" and len(members) > 1
+                    else None) or _members_graph(members, extra, comma)
         else:
             body = _counted_members_graph(members, extra, comma, lo, hi, where, ws)
     return seq(lit("{"), ws, body, ws, lit("}")) if not is_nothing(body) else NOTHING

@@ -17,7 +17,7 @@ from typing import Any
 
 from grammar.errors import GrammarError
 from grammar.frontends.json_closed import closed_copy, closes_object
-from grammar.frontends.json_merge import ANNOTATIONS, EXCLUDE_STRINGS, FORBID, merge_all
+from grammar.frontends.json_merge import ANNOTATIONS, EXCLUDE_STRINGS, FORBID, merge_all, one_of_disjoint
 
 ALL_TYPES = frozenset({"null", "boolean", "object", "array", "string", "num"})
 _STRING_KEYS = {"pattern", "minLength", "maxLength", "enum", "const"}
@@ -65,7 +65,8 @@ class OneOf:
         self.sc = sc
         self.where = where
         self.branches = branches
-        self.alts = [self._alternatives(b, f"{where}/{i}") for i, b in enumerate(branches)]
+        self.alts = [self._alternatives(b, f"{where}/{i}") for i, b in enumerate(branches)]  # as validators read them
+        self.own = [self._alternatives(b, f"{where}/{i}", own=True) for i, b in enumerate(branches)]  # to compile
         self._checkers: dict[int, Any] = {}
 
     def narrowed(self) -> list[Any]:
@@ -75,7 +76,7 @@ class OneOf:
             if branch is True:
                 raise GrammarError(f"{self.where}/{i}: a branch that accepts everything may overlap")
             others = [j for j in range(len(self.branches)) if j != i]
-            for alt in self.alts[i]:
+            for alt in self.own[i]:
                 if isinstance(alt, dict) and "oneOf" in alt:
                     raise GrammarError(f"{self.where}/{i}/oneOf: a oneOf inside an overlapping oneOf is not supported")
                 narrowed = self._branch(i, alt, others) if isinstance(alt, dict) else None
@@ -83,19 +84,24 @@ class OneOf:
                     out.append(narrowed)
         return out
 
-    def _alternatives(self, branch: Any, where: str, depth: int = 0) -> list[Any]:
-        """The branch as the alternatives of an anyOf inside it (each merged with the rest of it),
-        or itself."""
+    def _alternatives(self, branch: Any, where: str, depth: int = 0, own: bool = False) -> list[Any]:
+        """The branch as the alternatives of an anyOf or oneOf inside it (each merged with the rest
+        of it), or itself. A oneOf inside reads as the anyOf of its branches, a superset of its
+        instances, where another branch's instances are judged; where the branch is compiled
+        (`own`), an overlapping one is narrowed first (a subset: narrow_one_of)."""
         if not isinstance(branch, dict) or depth > 2:
             return [branch]
-        key = "anyOf" if "anyOf" in branch else None
-        if key is None or not isinstance(branch.get(key), list):
+        key = "anyOf" if "anyOf" in branch else "oneOf" if "oneOf" in branch else None
+        if key is None or not isinstance(branch.get(key), list) or not branch[key]:
             return [branch]
         rest = {k: v for k, v in branch.items() if k != key}
+        inner = branch[key]
+        if own and key == "oneOf" and not one_of_disjoint(self.sc.root, inner, rest, f"{where}/oneOf", self.sc.strict):
+            inner, rest = narrow_one_of(self.sc, rest, inner, f"{where}/oneOf", False), {}
         out: list[Any] = []
-        for k, alt in enumerate(branch[key]):
+        for k, alt in enumerate(inner):
             merged = merge_all(self.sc.root, {"allOf": [rest, alt]}, f"{where}/{key}/{k}") if isinstance(alt, dict) else alt
-            out += self._alternatives(merged, where, depth + 1)
+            out += self._alternatives(merged, where, depth + 1, own)
         return out
 
     def _branch(self, i: int, branch: dict[str, Any], others: list[int]) -> dict[str, Any] | None:

@@ -52,10 +52,14 @@ def _canonical(schema: Any) -> str:
     return "true" if schema == {} else json.dumps(schema, sort_keys=True)
 
 
-def extra_member(sc: Any, patterns: dict[str, Any], extra_schema: Any, names: list[str], where: str) -> Node | None:
-    """One member whose name is none of `names` (None: no such member is allowed); `sc` is the
-    schema compiler (grammar/frontends/json_objects.py SchemaCompiler)."""
+def extra_member(sc: Any, patterns: dict[str, Any], extra_schema: Any, names: list[str], where: str,
+                 name_lang: Dfa | None = None) -> Node | None:
+    """One member whose name is none of `names` (None: no such member is allowed), and in
+    `name_lang` when given (propertyNames: grammar/frontends/json_names.py); `sc` is the schema
+    compiler (grammar/frontends/json_objects.py SchemaCompiler)."""
     ws = sc.ws
+    if name_lang is not None:
+        return _named_extra(sc, patterns, extra_schema, names, where, name_lang)
     if not patterns or (extra_schema is not False and {_canonical(s) for s in patterns.values()} == {_canonical(extra_schema)}
                         and not any(matching(patterns, n) for n in names)):  # fmt: skip
         if extra_schema is False:
@@ -71,6 +75,25 @@ def extra_member(sc: Any, patterns: dict[str, Any], extra_schema: Any, names: li
                 other = minus(other, _language(pattern, f"{where}/patternProperties", wide=True))
             cases.append((to_node(minus(other, _names(names))), value))
     members = [seq(quoted(keys), ws, lit(":"), ws, value) for keys, value in cases if not is_nothing(keys) and not is_nothing(value)]
+    return alt(*members) if members else None
+
+
+def _named_extra(sc: Any, patterns: dict[str, Any], extra_schema: Any, names: list[str], where: str,
+                 name_lang: Dfa) -> Node | None:
+    """extra_member's cases with each name language intersected with `name_lang`."""
+    cases = _pattern_cases(sc, patterns, names, where) if patterns else []
+    if extra_schema is not False:
+        value = sc.node(extra_schema, f"{where}/additionalProperties")
+        if not is_nothing(value):
+            other = _any_name()
+            for pattern in patterns:
+                other = minus(other, _language(pattern, f"{where}/patternProperties", wide=True))
+            cases.append((to_node(minus(other, _names(names))), value))
+    members = []
+    for keys, value in cases:
+        keys = to_node(intersect(to_dfa(keys), name_lang))
+        if not is_nothing(keys) and not is_nothing(value):
+            members.append(seq(quoted(keys), sc.ws, lit(":"), sc.ws, value))
     return alt(*members) if members else None
 
 

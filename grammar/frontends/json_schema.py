@@ -3,37 +3,45 @@
 from __future__ import annotations
 
 import json
+import logging
 import math
 from typing import Any
 
 from grammar.errors import GrammarError
 from grammar.ir import NOTHING, Grammar, Node, Ref, alt, is_nothing, lit, literals
-from grammar.frontends.json_merge import (ANNOTATIONS, ONE_OF_REQUIRED, check_keywords, merge_all, one_of_disjoint,
+from grammar.frontends.json_merge import (ANNOTATIONS, ONE_OF_REQUIRED, as_standard, check_keywords, merge_all, one_of_disjoint,
                                  required_only, resolve_pointer)
 from grammar.frontends.json_closed import closed_copy
+from grammar.frontends.json_conditions import if_then_else
 from grammar.frontends.json_numbers import integer_node, number_node
 from grammar.frontends.json_one_of import narrow_one_of
+from grammar.frontends.json_order import MAX_ANY_ORDER_SIZE, check_property_order
 from grammar.frontends.json_objects import array_node, object_node
-from grammar.frontends.json_text import ANY_VALUE, add_any_value, any_json_char, json_literal, literal_texts, quoted, string_body, whitespace
+from grammar.frontends.json_text import (ANY_VALUE, add_any_value, any_json_char, json_literal, literal_texts, quoted,
+                                         string_body, string_format, whitespace)
 from grammar.time_limit import check_time_limit
 
+LOG = logging.getLogger("grammar")
 TYPES = ("null", "boolean", "object", "array", "number", "integer", "string")
 TYPE_KEYWORDS = {
     "string": ("minLength", "maxLength", "pattern", "format"),
     "number": ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"),
     "object": ("properties", "required", "additionalProperties", "patternProperties", "dependencies",
-               "dependentRequired", "dependentSchemas"),
+               "dependentRequired", "dependentSchemas", "propertyNames"),
     "array": ("items", "prefixItems", "minItems", "maxItems", "additionalItems"),
 }
 
 
 class SchemaCompiler:
     """Compiles one JSON Schema document; rules are created per `$ref` target (recursion-safe).
-    `strict` closes objects and tuples that do not say they are open (grammar/frontends/json_closed.py)."""
+    `strict` closes objects and tuples that do not say they are open (grammar/frontends/json_closed.py);
+    `property_order` is "declared" or "any" (grammar/frontends/json_order.py)."""
 
-    def __init__(self, root: Any, whitespace_mode: str, strict: bool = False) -> None:
+    def __init__(self, root: Any, whitespace_mode: str, strict: bool = False, property_order: str = "declared") -> None:
         self.root = root
         self.strict = strict
+        self.property_order = check_property_order(property_order)
+        self.order_budget = [MAX_ANY_ORDER_SIZE]
         self.grammar = Grammar()
         self.whitespace_mode = whitespace_mode
         self.ws = whitespace(whitespace_mode)
@@ -41,6 +49,7 @@ class SchemaCompiler:
         self.ref_rules: dict[str, str] = {}
         self.languages: dict[str, Any] = {}  # regular languages made once per compile (json_text.string_body)
         self.pending: list[tuple[str, Any, str]] = []
+        self.noted_formats: set[str] = set()  # pointers of unknown formats logged
 
     def compile(self) -> Grammar:
         grammar = self.finish(self.node(self.root, ""))
@@ -76,6 +85,8 @@ class SchemaCompiler:
             return NOTHING
         if not isinstance(schema, dict):
             raise GrammarError(f"{where or '/'}: a schema must be an object or a boolean")
+        if "if" in schema or "then" in schema or "else" in schema:
+            return self.node(if_then_else(schema, where), where)
         check_keywords(schema, where)
         if "$ref" in schema:
             rest = {k: v for k, v in schema.items() if k not in ANNOTATIONS and k != "$ref"}
@@ -197,6 +208,12 @@ class SchemaCompiler:
         rest = {k: v for k, v in rest.items() if k != "nullable"}
         return {**rest, "type": "object", ONE_OF_REQUIRED: [required]}
 
+    def unknown_format(self, where: str, fmt: Any) -> None:
+        """One log line per schema location for a format we do not know: an annotation, left out."""
+        if where not in self.noted_formats:
+            self.noted_formats.add(where)
+            LOG.warning("%s/format: unknown format %r, compiled as its base type (an annotation)", where or "", fmt)
+
     def enum(self, schema: dict[str, Any], where: str) -> Node:
         values = [schema["const"]] if "const" in schema else schema["enum"]
         if not isinstance(values, list):
@@ -221,7 +238,9 @@ class SchemaCompiler:
 
         validator = jsonschema.validators.validator_for(self.root if isinstance(self.root, dict) else {})
         defs = {k: self.root.get(k, {}) for k in ("$defs", "definitions")} if isinstance(self.root, dict) else {}
-        return validator(closed_copy({**rest, **defs}) if self.strict else {**rest, **defs})
+        body = closed_copy({**rest, **defs}) if self.strict else {**rest, **defs}
+        # closed first: the standard spelling adds schemas not to close; the definitions hold none of ours
+        return validator({**body, **as_standard({k: v for k, v in body.items() if k not in defs})})
 
     def typed(self, t: str, schema: dict[str, Any], where: str) -> Node:
         if t == "null":
@@ -229,6 +248,8 @@ class SchemaCompiler:
         if t == "boolean":
             return alt(lit("true"), lit("false"))
         if t == "string":
+            if "format" in schema and string_format(schema, where) is None:
+                self.unknown_format(where, schema["format"])
             return quoted(string_body(schema, where, self.char, self.languages))
         if t == "integer":
             return self.integer(schema, where)
@@ -260,6 +281,8 @@ class SchemaCompiler:
         ilo = None if lo is None else (math.floor(lo) + 1 if lo_ex else math.ceil(lo))
         ihi = None if hi is None else (math.ceil(hi) - 1 if hi_ex else math.floor(hi))
         fmt = _numeric_format(schema, where)
+        if fmt is None and "format" in schema:
+            self.unknown_format(where, schema["format"])
         if fmt in INTEGER_FORMATS:
             flo, fhi = INTEGER_FORMATS[fmt]
             ilo, ihi = max(flo, ilo) if ilo is not None else flo, min(fhi, ihi) if ihi is not None else fhi
@@ -275,6 +298,9 @@ class SchemaCompiler:
 
     def number(self, schema: dict[str, Any], where: str) -> Node:
         fmt = _numeric_format(schema, where)
+        if fmt is None and "format" in schema:
+            self.unknown_format(where, schema["format"])
+            schema = {k: v for k, v in schema.items() if k != "format"}
         if fmt in INTEGER_FORMATS:  # an int32 number is an integer in that range
             return self.integer(schema, where)
         mult = schema.get("multipleOf")
@@ -292,18 +318,20 @@ class SchemaCompiler:
         return number_node(lo, hi, decimals, lo_ex, hi_ex)
 
 
-# Formats on numbers (OpenAPI, draft 3): the integer ones are ranges; float, double and
-# utc-millisec are any number (float's 3.4e38 range is not enforced); others raise.
-INTEGER_FORMATS = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1), "uint32": (0, 2**32 - 1),
-                   "uint64": (0, 2**64 - 1)}  # fmt: skip
-NUMBER_FORMATS = frozenset({"float", "double", "utc-millisec"})
+# Formats on numbers (OpenAPI, draft 3): the integer ones are ranges; float, double, utc-millisec
+# and timestamp are any number (float's 3.4e38 range is not enforced); any other is an annotation
+# (JSON Schema's meaning of a format it does not define): the number compiles without it, logged.
+INTEGER_FORMATS = {"int8": (-(2**7), 2**7 - 1), "int16": (-(2**15), 2**15 - 1), "int32": (-(2**31), 2**31 - 1),
+                   "int64": (-(2**63), 2**63 - 1), "uint8": (0, 2**8 - 1), "uint16": (0, 2**16 - 1),
+                   "uint32": (0, 2**32 - 1), "uint64": (0, 2**64 - 1)}  # fmt: skip
+NUMBER_FORMATS = frozenset({"float", "double", "utc-millisec", "timestamp"})
 
 
 def _numeric_format(schema: dict[str, Any], where: str) -> str | None:
     fmt = schema.get("format")
-    if fmt is not None and fmt not in INTEGER_FORMATS and fmt not in NUMBER_FORMATS:
-        raise GrammarError(f"{where}/format: unsupported format {fmt!r} for numbers")
-    return fmt
+    if fmt is not None and not isinstance(fmt, str):
+        raise GrammarError(f"{where}/format: must be a string")
+    return fmt if fmt in INTEGER_FORMATS or fmt in NUMBER_FORMATS else None
 
 
 def _ref_target(ref: Any, where: str) -> str:
@@ -313,10 +341,10 @@ def _ref_target(ref: Any, where: str) -> str:
 
 
 def compile_schema_to_grammar(schema: dict[str, Any] | str | bool, whitespace_mode: str = "compact",
-                              strict: bool = False) -> Grammar:
+                              strict: bool = False, property_order: str = "declared") -> Grammar:
     if isinstance(schema, str):
         try:
             schema = json.loads(schema)
         except json.JSONDecodeError as exc:
             raise GrammarError(f"schema is not valid JSON: {exc}") from None
-    return SchemaCompiler(schema, whitespace_mode, strict).compile()
+    return SchemaCompiler(schema, whitespace_mode, strict, property_order).compile()

@@ -90,6 +90,27 @@ FORMATS = {
     "binary": r".*",
     "password": r".*",
 }
+# Spellings users write for the formats above.
+FORMAT_ALIASES = {"datetime": "date-time", "full-date": "date", "full-time": "time"}
+# JSON Schema's own formats that we cannot state as a regular language (internationalized names,
+# ECMA-262 regexes): a validator that asserts formats checks them, so they are refused, not ignored.
+UNENFORCED_FORMATS = frozenset({"idn-email", "idn-hostname", "iri", "iri-reference", "regex"})
+
+
+def string_format(schema: dict[str, Any], where: str) -> str | None:
+    """The regex of the schema's `format`, None when it has none or one we do not know: JSON Schema
+    makes an unknown format an annotation, so the string compiles without it (the schema compiler
+    logs it: json_schema.py SchemaCompiler.unknown_format)."""
+    fmt = schema.get("format")
+    if fmt is None:
+        return None
+    if not isinstance(fmt, str):
+        raise GrammarError(f"{where}/format: must be a string")
+    regex = FORMATS.get(FORMAT_ALIASES.get(fmt, fmt))
+    if regex is None:
+        if fmt in UNENFORCED_FORMATS:
+            raise GrammarError(f"{where}/format: format {fmt!r} cannot be enforced exactly")
+    return regex
 
 
 def json_char(ranges: Ranges) -> Node:
@@ -126,7 +147,7 @@ def string_body(schema: dict[str, Any], where: str, char: Node, memo: dict[str, 
     constraint as its own grammar, several as the intersection of their languages; `memo` keeps
     the languages of other oneOf branches' strings for the schema's compile."""
     memo = {} if memo is None else memo
-    pattern, fmt = schema.get("pattern"), schema.get("format")
+    pattern, fmt = schema.get("pattern"), string_format(schema, where)
     min_len, max_len = schema.get("minLength", 0), schema.get("maxLength")
     if isinstance(min_len, float) and min_len.is_integer():
         min_len = int(min_len)
@@ -143,9 +164,7 @@ def string_body(schema: dict[str, Any], where: str, char: Node, memo: dict[str, 
             raise GrammarError(f"{where}/pattern: must be a string")
         parts.append(("pattern", regex_to_node(pattern, json_char, f"{where}/pattern", search=True)))
     if fmt is not None:
-        if fmt not in FORMATS:
-            raise GrammarError(f"{where}/format: unsupported format {fmt!r}")
-        parts.append(("format", regex_to_node(FORMATS[fmt], json_char, f"{where}/format")))
+        parts.append(("format", regex_to_node(fmt, json_char, f"{where}/format")))
     excluded = schema.get(EXCLUDE_STRINGS, [])
     if min_len or max_len is not None:
         if not parts and not excluded:

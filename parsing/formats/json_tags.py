@@ -39,14 +39,15 @@ LONGCAT = _tagged("longcat", Reasoning("<longcat_think>", "</longcat_think>"), "
 # InternLM2 / 2.5: <|action_start|><|plugin|>{"name", "parameters"}<|action_end|>
 INTERNLM = _tagged("internlm", None, "<|action_start|><|plugin|>", "<|action_end|>", ("<|im_end|>",),
                    token_markers=("<|action_start|>", "<|plugin|>"))
-# GigaChat 3: content, then "function call<|role_sep|>" and one JSON object
+# GigaChat 3: content, then "function call<|role_sep|>" and one JSON object; GigaChat 3.1 also
+# writes the call after its own <|function_call|> token (both are taken, as vLLM's parser does)
 GIGACHAT3 = Format(
     name="gigachat3",
     reasoning=None,
     body=Envelope(),
-    block_open=("function call<|role_sep|>",),
+    block_open=("function call<|role_sep|>", "<|function_call|>"),
     drop=("<|message_sep|>", "</s>"),
-    token_markers=("<|role_sep|>",),
+    token_markers=("<|role_sep|>", "<|function_call|>"),
     syntax=(("args", "json"), ("trigger", "function call<|role_sep|>"),
             ("begin", 'function call<|role_sep|>\n{"name": "{name}", "arguments": '), ("end", "}"),
             ("separator", "")),

@@ -139,5 +139,7 @@ def server(tiny_model_dir, tiny_bert_dir):
     """Two engine cores on the tiny random model and an encoder on a tiny BERT, shared by most e2e tests."""
     with running_server("--model", str(tiny_model_dir), "--data-parallel-size", "2", "--max-model-len", "512",
                         "--served-model-name", "tiny", "--num-kv-blocks", "256", "--tool-parser", "hermes",
-                        "--embedding-model", str(tiny_bert_dir)) as proc:
+                        "--embedding-model", str(tiny_bert_dir),
+                        # tests freeze the cores (SIGSTOP) to line up requests; 5 s would kill them
+                        "--engine-heartbeat-timeout", "120") as proc:
         yield proc

@@ -17,7 +17,7 @@ CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 ARTIFACTS = ROOT / "build" / "test-artifacts" / "playground"
-TIMEOUT_MS = 20_000
+TIMEOUT_MS = 120_000  # a safety net for a loaded machine: every wait is on an element or a state
 
 
 def install_chromium() -> str | None:

@@ -362,3 +362,31 @@ def test_page_validator_and_json_view(open_page, fake_server):
     assert "$.type" in problems and "$.required" in problems and "$.properties.x.pattern" in problems
     tab.check_clean()
 
+
+
+def test_responses_switch_continues_by_previous_response_id(open_page, tiny_server):
+    """The API switch: turns go to /v1/responses, and the second sends only its new message after the
+    first reply's id; the page shows one thread."""
+    tab = open_page(tiny_server.url)
+    page = tab.page
+    tab.wait_model("tiny")
+    page.select_option("select[name=api]", "responses")
+    page.fill("input[name=temperature]", "0")
+    page.fill("input[name=max_tokens]", "8")
+    bodies = []
+    page.on("request", lambda r: bodies.append(json.loads(r.post_data)) if r.url.endswith("/v1/responses") else None)
+    tab.send("Hello there")
+    tab.reply(1)
+    tab.send("And again")
+    tab.reply(3)
+    messages = tab.messages()
+    first, second = bodies
+    assert first["input"] == [{"type": "message", "role": "user", "content": "Hello there"}]
+    assert "previous_response_id" not in first and first["max_output_tokens"] == 8
+    assert second["previous_response_id"] == messages[1]["response_id"]
+    assert second["input"] == [{"type": "message", "role": "user", "content": "And again"}]
+    assert [m["role"] for m in messages] == ["user", "assistant", "user", "assistant"]
+    assert messages[3]["finish_reason"] == "length" and messages[3]["content"]
+    assert page.locator(".msg").count() == 4
+    tab.screenshot("responses-thread")
+    tab.check_clean()

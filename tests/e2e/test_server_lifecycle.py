@@ -10,6 +10,7 @@ import aiohttp
 import pytest
 
 from tests.e2e.conftest import ServerProcess, running_server
+from tests.helpers.waiting import frozen, wait_for
 
 CHAT = "/v1/chat/completions"
 KEY = {"Authorization": "Bearer sekret"}
@@ -27,7 +28,8 @@ def small_server(tiny_model_dir, tmp_path_factory, trace_dir):
     key_file.write_text("# one per line\nfrom-file-1\nfrom-file-2\n")
     with running_server("--model", str(tiny_model_dir), "--max-num-seqs", "1", "--max-waiting", "0",
                         "--max-model-len", "512", "--embedding-model", "none", "--api-key", "second",
-                        "--api-key-file", str(key_file), "--profiler-dir", str(trace_dir), api_key="sekret") as proc:
+                        "--api-key-file", str(key_file), "--profiler-dir", str(trace_dir),
+                        "--engine-heartbeat-timeout", "120", api_key="sekret") as proc:
         yield proc
 
 
@@ -64,17 +66,24 @@ async def test_profiler_writes_a_chrome_trace(small_server, trace_dir):
 
 
 async def test_full_queue_is_429_with_retry_after(small_server):
+    """The core is frozen while the first request takes the queue's one place, so the second
+    surely finds it full (the tiny model once finished the first before the second came)."""
     async with aiohttp.ClientSession(small_server.url, headers=KEY) as http:
-        # long enough that it is still decoding when the next request comes (the tiny model made 60
-        # tokens in a few ms on a fast machine, and the second request found the queue free)
-        busy = await http.post(CHAT, json={**GOOD, "max_tokens": 480, "ignore_eos": True, "stream": True})
-        await busy.content.readuntil(b"\n\n")
-        async with http.post(CHAT, json=GOOD) as resp:
-            assert resp.status == 429
-            assert resp.headers["Retry-After"] == "1"
-            assert (await resp.json())["error"]["code"] == "server_overloaded"
-        await busy.read()
-        busy.close()
+
+        async def queue_full() -> bool:
+            async with http.get("/metrics") as resp:
+                return "\ngateway_num_requests_inflight 1.0\n" in await resp.text()
+
+        with frozen(*small_server.core_pids()):
+            busy = asyncio.create_task(http.post(CHAT, json={**GOOD, "stream": True}))
+            await wait_for(queue_full)
+            async with http.post(CHAT, json=GOOD) as resp:
+                assert resp.status == 429
+                assert resp.headers["Retry-After"] == "1"
+                assert (await resp.json())["error"]["code"] == "server_overloaded"
+        async with await busy as resp:
+            assert resp.status == 200
+            assert (await resp.read()).endswith(b"data: [DONE]\n\n")
         async with http.post(CHAT, json=GOOD) as resp:
             assert resp.status == 200
 
@@ -89,7 +98,7 @@ async def test_ctrl_c_drains_in_flight_requests(small_server):
     events = [e[len(b"data: "):] for e in body.split(b"\n\n") if e]
     assert events[-1] == b"[DONE]"
     assert json.loads(events[-2])["choices"][0]["finish_reason"] == "length"
-    code = await asyncio.to_thread(small_server.proc.wait, 60)
+    code = await asyncio.to_thread(small_server.proc.wait, 120)
     assert code == 0, small_server.output
     assert "Gateway stopped." in small_server.output
     assert "Traceback" not in small_server.output

@@ -101,6 +101,8 @@ class FakeLLM:
         self.aborted: list[str] = []
         self.requests: list[tuple[str, list[int], SamplingParams]] = []
         self._dead = asyncio.Event()
+        self._running = asyncio.Event()  # the barrier a test holds closed with pause()
+        self._running.set()
         self._vocab = None
         self.grammar_compile_timeout = 30.0
         self.last_heard = None  # no heartbeat to watch
@@ -150,6 +152,14 @@ class FakeLLM:
         self.is_alive = False
         self._dead.set()
 
+    def pause(self) -> None:
+        """Holds every request at its next step until `resume` (admission still answers): a test lines
+        up work in a known state instead of racing the fake's speed."""
+        self._running.clear()
+
+    def resume(self) -> None:
+        self._running.set()
+
     async def abort(self, request_id: str) -> None:
         self.aborted.append(request_id)
 
@@ -184,6 +194,13 @@ class FakeLLM:
             self.num_free_blocks += num_blocks
 
     async def _step(self) -> None:
+        if not self._running.is_set():
+            dead, running = asyncio.ensure_future(self._dead.wait()), asyncio.ensure_future(self._running.wait())
+            try:
+                await asyncio.wait([dead, running], return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                dead.cancel()
+                running.cancel()
         if self.step_delay_s:
             dead = asyncio.ensure_future(self._dead.wait())
             try:

@@ -8,6 +8,7 @@ import pytest
 
 from gateway.state import GatewaySettings
 from tests.gateway.sse_helpers import read_events
+from tests.helpers.waiting import wait_until
 
 MESSAGES = [{"role": "user", "content": "Hi"}]
 GOOD = {"messages": MESSAGES, "max_tokens": 3}
@@ -145,11 +146,7 @@ async def test_disconnect_aborts_and_frees_blocks(make_client):
     await resp.content.readline()  # the role chunk
     assert fake.num_free_blocks < fake.num_total_blocks
     resp.close()
-    for _ in range(100):
-        if fake.num_free_blocks == fake.num_total_blocks:
-            break
-        await asyncio.sleep(0.02)
-    assert fake.num_free_blocks == fake.num_total_blocks
+    await wait_until(lambda: fake.num_free_blocks == fake.num_total_blocks)
     assert fake.aborted
     metrics = await (await client.get("/metrics")).text()
     assert f"gateway_kv_cache_free_blocks {float(fake.num_total_blocks)}" in metrics
@@ -160,14 +157,7 @@ async def test_disconnect_non_streaming_aborts(make_client):
     client = await make_client(step_delay_s=0.2)
     fake = client.fakes[0]
     task = asyncio.create_task(client.post("/v1/chat/completions", json={**GOOD, "max_tokens": 50}))
-    for _ in range(100):
-        if fake.num_inflight:
-            break
-        await asyncio.sleep(0.01)
+    await wait_until(lambda: fake.num_inflight)
     task.cancel()
-    for _ in range(100):
-        if fake.num_free_blocks == fake.num_total_blocks:
-            break
-        await asyncio.sleep(0.02)
-    assert fake.num_free_blocks == fake.num_total_blocks
+    await wait_until(lambda: fake.num_free_blocks == fake.num_total_blocks)
     assert fake.aborted

@@ -9,7 +9,7 @@ import pytest
 from openapi_spec_validator import validate
 
 from gateway.state import GatewaySettings
-from tests.gateway.sse_helpers import read_events
+from tests.gateway.sse_helpers import read_events, read_named_events
 
 
 async def _spec(client) -> dict:
@@ -42,8 +42,9 @@ async def test_valid_and_complete(make_client, tiny_bert_dir, settings):
     for path, ops in spec["paths"].items():
         if "post" in ops and path not in ("/start_profile", "/stop_profile"):
             assert "$ref" in ops["post"]["requestBody"]["content"]["application/json"]["schema"], path
+        error = "ErrorEvent" if path.startswith("/v1/messages") else "ErrorBody"  # Anthropic's shape there
         for op in ops.values():
-            assert op["responses"]["4XX"]["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/ErrorBody"}
+            assert op["responses"]["4XX"]["content"]["application/json"]["schema"] == {"$ref": f"#/components/schemas/{error}"}
     chat = spec["paths"]["/v1/chat/completions"]["post"]
     assert set(chat["responses"]["200"]["content"]) == {"application/json", "text/event-stream"}
     assert ("/start_profile" in spec["paths"]) == bool(settings.profiler_dir)
@@ -70,5 +71,15 @@ async def test_real_replies_match_their_schemas(make_client, tiny_bert_dir):
     for event in events[:-1]:
         _check(spec, "ChatCompletionChunk", event)
     _check(spec, "ChatCompletionRequest", {"messages": messages, "tools": [{"type": "function", "function": {"name": "f"}}]})
+    _check(spec, "Response", await (await client.post("/v1/responses", json={"input": "hi"})).json())
+    for name, event in await read_named_events(await client.post("/v1/responses", json={"input": "hi", "stream": True})):
+        _check(spec, "ResponseStreamEvent", event)
+    anthropic = {"model": "fake-model", "max_tokens": 8, "messages": messages}
+    _check(spec, "Message", await (await client.post("/v1/messages", json=anthropic)).json())
+    _check(spec, "ErrorEvent", await (await client.post("/v1/messages", json={"messages": messages})).json())
+    stream = await read_named_events(await client.post("/v1/messages", json={**anthropic, "stream": True}))
+    for name, event in stream:
+        jsonschema.Draft202012Validator({**spec, **spec["paths"]["/v1/messages"]["post"]["responses"]["200"][
+            "content"]["text/event-stream"]["schema"]}).validate(event)
     with pytest.raises(jsonschema.ValidationError):
         _check(spec, "ChatCompletionRequest", {"messages": "not a list"})

@@ -6,6 +6,7 @@ import asyncio
 import json
 
 from gateway.engine_pool import PoolLimits
+from tests.helpers.waiting import wait_until
 
 CHAT = "/v1/chat/completions"
 BODY = {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 50}
@@ -22,10 +23,7 @@ async def test_a_request_past_the_timeout_is_ended_and_its_blocks_freed(make_cli
     assert resp.status == 200
     events = [json.loads(e[6:]) for e in (await resp.read()).decode().split("\n\n") if e.startswith("data: {")]
     assert events[-1]["error"]["code"] == "request_timeout"
-    for _ in range(50):
-        if fake.num_free_blocks == fake.num_total_blocks:
-            break
-        await asyncio.sleep(0.02)
+    await wait_until(lambda: fake.num_free_blocks == fake.num_total_blocks and fake.num_inflight == 0)
     assert fake.num_free_blocks == fake.num_total_blocks and fake.num_inflight == 0
     assert len(fake.aborted) == 2
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 
 from tests.gateway.test_errors import _expect_error
@@ -40,23 +41,30 @@ async def test_bombs_are_refused_or_compiled_and_the_next_request_is_served(clie
 
 
 async def test_compiles_past_their_limit_hold_up_no_later_request(client, monkeypatch):
-    """Three compiles that ignore their deadline (sleeping far past it) are each a 400 at the
-    limit; a normal request right after does not wait for their threads."""
+    """Three compiles that ignore their deadline (held far past it on an event only the test sets)
+    are each a 400 at the limit; a normal request right after is served while their threads are
+    still held, so it cannot have waited for them (no clock decides this)."""
     import engine.structured
 
     real = engine.structured.compile_spec
+    release = threading.Event()
 
     def slow_for_bombs(spec, *args):
         if spec.json_schema is not None and "bomb" in spec.json_schema:
-            time.sleep(4.0)
+            release.wait(300)
         return real(spec, *args)
 
     monkeypatch.setattr(engine.structured, "compile_spec", slow_for_bombs)
     client.fakes[0].grammar_compile_timeout = 0.5
     bomb = {"type": "string", "description": "bomb"}
-    replies = await asyncio.gather(*[_post(client, bomb) for _ in range(3)])
-    for resp in replies:
-        error = await _expect_error(resp, 400, "response_format")
-        assert "exceeded" in error["message"]
-    client.fakes[0].grammar_compile_timeout = 5.0
-    await _good_quickly(client, 2.5)  # the bombs' threads sleep on for 3 more seconds
+    try:
+        replies = await asyncio.gather(*[_post(client, bomb) for _ in range(3)])
+        for resp in replies:
+            error = await _expect_error(resp, 400, "response_format")
+            assert "exceeded" in error["message"]
+        client.fakes[0].grammar_compile_timeout = 60.0
+        resp = await asyncio.wait_for(_post(client, GOOD), 120)
+        assert resp.status == 200, await resp.text()
+        assert not release.is_set()  # the bombs' threads are still held
+    finally:
+        release.set()

@@ -95,11 +95,57 @@ def test_numeric_formats(schema: dict, good: list[str], bad: list[str]) -> None:
         assert not accepts_text(g, text), text
 
 
-@pytest.mark.parametrize("schema, pointer", [
-    ({"type": "integer", "format": "ports"}, "/format"),
-    ({"type": "object", "properties": {"p": {"type": "number", "format": "percent"}}}, "/properties/p/format"),
-    ({"type": "string", "format": "path"}, "/format"),
+@pytest.mark.parametrize("schema, good, bad", [
+    ({"type": "string", "format": "path"}, ['"/a b"', '""'], ["1", '"\\x"']),
+    ({"type": "string", "format": "textarea", "maxLength": 3}, ['"abc"'], ['"abcd"']),
+    ({"type": "string", "format": "html-selector", "pattern": "^#"}, ['"#id"'], ['".cls"']),
+    ({"type": "integer", "format": "ports", "minimum": 1}, ["1", "65536"], ["0", "1.5"]),
+    ({"type": "number", "format": "percent", "maximum": 100}, ["99.5", "100"], ["100.5"]),
+    ({"type": "object", "properties": {"p": {"type": "number", "format": "percent"}}}, ['{"p":3}'], ['{"p":"3"}']),
 ])  # fmt: skip
-def test_unknown_formats_raise_with_their_pointer(schema: dict, pointer: str) -> None:
+def test_unknown_formats_are_annotations_logged_once(schema: dict, good: list[str], bad: list[str], caplog) -> None:
+    """JSON Schema: a format the validator does not define asserts nothing; the rest of the schema holds."""
+    with caplog.at_level("WARNING", logger="grammar"):
+        g = grammar.compile_json_schema(schema, VOCAB)
+    assert len([r for r in caplog.records if "unknown format" in r.getMessage()]) == 1
+    for text in good:
+        assert accepts_text(g, text), text
+    for text in bad:
+        assert not accepts_text(g, text), text
+
+
+@pytest.mark.parametrize("schema, good, bad", [
+    ({"type": "string", "format": "datetime"}, ['"2024-02-29T12:00:00Z"'], ['"2024-02-29"', '"now"']),
+    ({"type": "string", "format": "full-date"}, ['"2024-02-29"'], ['"2024-02-29T12:00:00Z"', '"2024-13-01"']),
+    ({"type": "number", "format": "timestamp"}, ["1733300000", "1733300000.25"], ['"1733300000"']),
+    ({"type": "integer", "format": "timestamp"}, ["1733300000"], ["1.5"]),
+    ({"type": "integer", "format": "int8"}, ["-128", "127"], ["128", "-129"]),
+    ({"type": "integer", "format": "uint16"}, ["65535"], ["65536", "-1"]),
+])  # fmt: skip
+def test_format_aliases_are_enforced(schema: dict, good: list[str], bad: list[str], caplog) -> None:
+    with caplog.at_level("WARNING", logger="grammar"):
+        g = grammar.compile_json_schema(schema, VOCAB)
+    assert not caplog.records
+    for text in good:
+        assert accepts_text(g, text), text
+    for text in bad:
+        assert not accepts_text(g, text), text
+
+
+@pytest.mark.parametrize("schema, pointer", [
+    ({"type": "string", "format": "idn-hostname"}, "/format"),
+    ({"type": "object", "properties": {"p": {"type": "string", "format": "regex"}}}, "/properties/p/format"),
+    ({"type": "string", "format": 5}, "/format"),
+    ({"type": "number", "format": ["x"]}, "/format"),
+])  # fmt: skip
+def test_formats_we_cannot_enforce_raise_with_their_pointer(schema: dict, pointer: str) -> None:
     with pytest.raises(grammar.GrammarError, match=pointer):
         grammar.compile_json_schema(schema, VOCAB)
+
+
+def test_an_unknown_format_on_several_types_is_one_line(caplog) -> None:
+    schema = {"type": ["string", "integer", "number"], "format": "ports"}
+    with caplog.at_level("WARNING", logger="grammar"):
+        g = grammar.compile_json_schema(schema, VOCAB)
+    assert len([r for r in caplog.records if "unknown format" in r.getMessage()]) == 1
+    assert accepts_text(g, '"80:80"') and accepts_text(g, "8080") and accepts_text(g, "1.5")

@@ -123,7 +123,7 @@ def test_flexible_whitespace_is_bounded():
     "schema, fragment",
     [
         ({"not": {"type": "string", "minLength": 2}}, "/not"),
-        ({"type": "object", "properties": {"x": {"if": {}, "then": {}}}}, "/properties/x/if"),
+        ({"type": "object", "properties": {"x": {"if": {"minItems": 2}, "then": {}}}}, "/properties/x/if"),
         ({"allOf": [{"properties": {"a": {}}}, {"patternProperties": {"^b": {"type": "integer"}},
                                                  "additionalProperties": False}]}, "/allOf"),
         ({"type": "array", "items": {"type": "integer"}, "uniqueItems": True}, "/uniqueItems"),

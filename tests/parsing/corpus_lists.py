@@ -121,6 +121,11 @@ GIGACHAT3 = [
          content="Сейчас узнаю.", calls=((W, {"city": "Москва"}),)),
     Case("gigachat3", "call_only", "function call<|role_sep|>\n" + TIME + "</s>", calls=(("get_time", {}),)),
     Case("gigachat3", "plain", "Привет! Чем помочь?</s>", content="Привет! Чем помочь?"),
+    # GigaChat 3.1: the call after a <|function_call|> token instead of "function call<|role_sep|>"
+    Case("gigachat3", "function_call_token", "Сейчас узнаю.<|message_sep|>\n\n<|function_call|>"
+         '{"name": "get_weather", "arguments": {"city": "Москва"}}</s>',
+         content="Сейчас узнаю.", calls=((W, {"city": "Москва"}),)),
+    Case("gigachat3", "function_call_token_only", "<|function_call|>\n" + TIME, calls=(("get_time", {}),)),
 ]
 
 APERTUS = [

@@ -60,11 +60,13 @@ def run(fmt: str, pieces: list[tuple[str, list[int]]], ids: dict[int, str] | Non
 MISTRAL = 'Let me check.[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}[TOOL_CALLS]get_time[ARGS]{}'
 GPT_OSS = ('<|channel|>analysis<|message|>Need weather.<|end|><|start|>assistant<|channel|>commentary '
            'to=functions.get_weather <|constrain|>json<|message|>{"city": "Oslo"}<|call|>')
+GIGACHAT31 = 'Сейчас узнаю.<|message_sep|>\n\n<|function_call|>{"name": "get_weather", "arguments": {"city": "Москва"}}</s>'
 KIMI = ('<think>Two.</think><|tool_calls_section_begin|><|tool_call_begin|>functions.get_time:0'
         '<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_calls_section_end|>')
 
 
-@pytest.mark.parametrize("fmt,text", [("mistral", MISTRAL), ("gpt_oss", GPT_OSS), ("kimi_k2", KIMI)])
+@pytest.mark.parametrize("fmt,text", [("mistral", MISTRAL), ("gpt_oss", GPT_OSS), ("kimi_k2", KIMI),
+                                      ("gigachat3", GIGACHAT31)])
 @pytest.mark.parametrize("skip_special", [True, False])
 def test_markers_from_ids_or_text(fmt: str, text: str, skip_special: bool) -> None:
     specials = [m for m in parsing.marker_tokens(fmt) if m.startswith(("<|", "["))]

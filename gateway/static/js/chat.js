@@ -2,6 +2,7 @@
 
 import { CONVERSATION, load, save } from "./store.js";
 import { ReplyTimer, applyChunk, checkStructured, newReply } from "./reply.js";
+import { streamResponse } from "./responses.js";
 
 export class Chat {
   // api: Api; view: {render(), update(msg)}; buildRequest(messages) -> {body, schema} (throws when a
@@ -43,7 +44,9 @@ export class Chat {
     this.view.render();
     const timer = new ReplyTimer();
     try {
-      for await (const chunk of this.api.chat(request.body, this.controller.signal)) {
+      const signal = this.controller.signal;
+      const chunks = request.api === "responses" ? streamResponse(this.api, request.body, signal) : this.api.chat(request.body, signal);
+      for await (const chunk of chunks) {
         if (applyChunk(msg, chunk)) timer.tick();
         this.view.update(msg);
       }
@@ -102,6 +105,7 @@ export class Chat {
       this.messages.length = index + 1;
       await this.generate();
     } else {
+      delete msg.response_id; // the stored reply no longer matches: the next turn resends the history
       if (msg.schema && msg.validation) msg.validation = checkStructured(msg.schema, text);
       this.persist();
       this.view.render();

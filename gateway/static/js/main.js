@@ -6,6 +6,7 @@ import { Editor, parseSchema, parseTools } from "./editors.js";
 import { SCHEMA_EXAMPLES, TOOL_EXAMPLES } from "./examples.js";
 import { MetricsPanel } from "./metrics.js";
 import { buildRequest, fillForm, readForm } from "./settings.js";
+import { responsesBody } from "./responses.js";
 import { SETTINGS, apiKey, load, save } from "./store.js";
 import { ChatView } from "./view.js";
 
@@ -97,7 +98,9 @@ class Page {
     } catch (e) {
       throw new Error(`The JSON Schema is invalid: ${e.message}`);
     }
-    return { body: buildRequest({ model: this.model, values, messages, tools, schema }), schema };
+    const body = buildRequest({ model: this.model, values, messages, tools, schema });
+    if (values.api === "responses") return { body: responsesBody(body, messages), schema, api: "responses" };
+    return { body, schema, api: "chat" };
   }
 
   bindComposer() {

@@ -10,6 +10,7 @@ export function newReply(schema) {
 // Folds one chat.completion.chunk into `msg`. Returns true when it carried output (text or a call).
 export function applyChunk(msg, chunk) {
   if (chunk.usage) msg.usage = chunk.usage;
+  if (chunk.response_id) msg.response_id = chunk.response_id; // Responses API: what the next turn continues
   let output = false;
   for (const choice of chunk.choices || []) {
     if (choice.index !== 0) continue;

@@ -1,0 +1,116 @@
+"""`if`/`then`/`else` as an anyOf: (if and then) or (not if and else), for the conditions whose negation is exact.
+
+Negated exactly: a set of types (not `integer` alone: "a number that is not an integer" has no
+grammar here), one numeric bound, and an object condition made of `type: object`, `required`
+names and properties whose values are string (or null/boolean) `const`/`enum`: its negation is
+a union (not A and B = not A or not B) of "not an object" (only when the condition says
+`type: object`: `properties` and `required` hold for every other type), "lacks a required name"
+and "holds a property with another value". Any other condition raises a GrammarError naming
+`if`: its negation cannot be stated exactly, and leaving it out would accept invalid instances.
+`then`/`else` without `if` have no effect (JSON Schema) and are dropped.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from grammar.errors import GrammarError
+from grammar.frontends.json_merge import ANNOTATIONS, EXCLUDE_STRINGS, FORBID
+
+ALL_TYPES = ("null", "boolean", "object", "array", "number", "string")
+_FLIP = {"minimum": "exclusiveMaximum", "maximum": "exclusiveMinimum", "exclusiveMinimum": "maximum",
+         "exclusiveMaximum": "minimum"}  # fmt: skip
+
+
+def if_then_else(schema: dict[str, Any], where: str) -> dict[str, Any]:
+    """`schema` with its conditional as an anyOf of allOfs (the rest of the schema first, so its
+    properties keep their place)."""
+    rest = {k: v for k, v in schema.items() if k not in ("if", "then", "else")}
+    if "if" not in schema:
+        return rest
+    cond, then, other = schema["if"], schema.get("then", True), schema.get("else", True)
+    negated = negate(cond, f"{where}/if")
+    branches = [{"allOf": [rest, cond, then]}] + [{"allOf": [rest, n, other]} for n in negated]
+    return {"anyOf": branches}
+
+
+def negate(cond: Any, where: str) -> list[Any]:
+    """Schemas whose union is exactly the instances `cond` rejects; GrammarError when we have none."""
+    if isinstance(cond, dict):
+        cond = {k: v for k, v in cond.items() if k not in ANNOTATIONS}
+    if cond is True or cond == {}:
+        return []
+    if cond is False:
+        return [True]
+    if not isinstance(cond, dict):
+        raise GrammarError(f"{where}: a schema must be an object or a boolean")
+    keys = set(cond)
+    if keys == {"type"}:
+        return _other_types(_types(cond["type"], where), where)
+    if len(keys & set(_FLIP)) == 1 and keys <= set(_FLIP) | {"type"}:
+        return _negate_bound(cond, where)
+    if keys <= {"type", "properties", "required"}:
+        return _negate_object(cond, where)
+    raise GrammarError(f"{where}: a condition whose negation cannot be stated exactly (only types, one numeric "
+                       f"bound, or object properties with const/enum values)")  # fmt: skip
+
+
+def _types(declared: Any, where: str) -> set[str]:
+    types = {declared} if isinstance(declared, str) else set(declared) if isinstance(declared, list) else None
+    if types is None or not types <= set(ALL_TYPES) | {"integer"}:
+        raise GrammarError(f"{where}/type: must be a type name or a list of them")
+    return types
+
+
+def _other_types(types: set[str], where: str) -> list[Any]:
+    if "integer" in types and "number" not in types:
+        raise GrammarError(f"{where}/type: the negation of 'integer' (a number with a fraction) is not supported")
+    rest = [t for t in ALL_TYPES if t not in types]
+    return [{"type": rest}] if rest else []
+
+
+def _negate_bound(cond: dict[str, Any], where: str) -> list[Any]:
+    (key,) = set(cond) & set(_FLIP)
+    bound = cond[key]
+    if isinstance(bound, bool) or not isinstance(bound, (int, float)):
+        raise GrammarError(f"{where}/{key}: must be a number")
+    out: list[Any] = [{"type": "number", _FLIP[key]: bound}]  # the numbers on the other side
+    if "type" in cond:
+        out += _other_types(_types(cond["type"], where), where)
+    return out
+
+
+def _negate_object(cond: dict[str, Any], where: str) -> list[Any]:
+    props, required = cond.get("properties", {}), cond.get("required", [])
+    if not isinstance(props, dict) or not isinstance(required, list):
+        raise GrammarError(f"{where}: properties must be an object and required an array")
+    out: list[Any] = []
+    if "type" in cond:
+        out += _other_types(_types(cond["type"], where), where)
+    for name in required:
+        out.append({"type": "object", FORBID: [name]})
+    for name, sub in props.items():
+        out.append({"type": "object", "properties": {name: _other_values(sub, f"{where}/properties/{name}")},
+                    "required": [name]})  # fmt: skip
+    return out
+
+
+def _other_values(sub: Any, where: str) -> dict[str, Any]:
+    """Every JSON value outside a `const`/`enum` of strings, nulls and booleans."""
+    if not isinstance(sub, dict) or not set(sub) - ANNOTATIONS <= {"const", "enum", "type"} or not (
+            "const" in sub or "enum" in sub):
+        raise GrammarError(f"{where}: only const/enum values can be negated in a condition")
+    values = [sub["const"]] if "const" in sub else sub["enum"]
+    if not isinstance(values, list) or not all(v is None or isinstance(v, (str, bool)) for v in values):
+        raise GrammarError(f"{where}: only string, boolean and null values can be negated in a condition")
+    if "type" in sub:  # then every listed value must have one of its types: the condition is the list
+        kinds = _types(sub["type"], where)
+        if any(("null" if v is None else "boolean" if isinstance(v, bool) else "string") not in kinds for v in values):
+            raise GrammarError(f"{where}: a const/enum value outside its own type cannot be negated in a condition")
+    strings = [v for v in values if isinstance(v, str)]
+    branches: list[Any] = [{"type": ["array", "object", "number"]}]
+    branches.append({"type": "string", EXCLUDE_STRINGS: [{"enum": strings}]} if strings else {"type": "string"})
+    if None not in values:
+        branches.append({"type": "null"})
+    branches += [{"const": b} for b in (True, False) if b not in values]
+    return {"anyOf": branches}
