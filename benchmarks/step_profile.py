@@ -99,7 +99,7 @@ def main() -> None:
     ap.add_argument("--prefill", type=int, default=1000, help="tokens of the timed prefill step")
     ap.add_argument("--num-threads", type=int, default=None)
     ap.add_argument("--no-cpu-kernels", action="store_true")
-    ap.add_argument("--linear-activations", default="auto", choices=["auto", "float32", "fixed16", "int8"],
+    ap.add_argument("--linear-activations", default="auto", choices=["auto", "float32", "fixed24", "fixed16", "int8"],
                     help="what the int linears multiply with (auto: fixed16 on AVX512-VNNI)")
     args = ap.parse_args()
     llm = LLM(args.model, max_num_seqs=max(args.sizes), max_model_len=max(args.context, args.prefill) + 2 * args.steps + 64,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-LINEAR_ACTIVATIONS = ("auto", "float32", "fixed16", "int8")
+LINEAR_ACTIVATIONS = ("auto", "float32", "fixed24", "fixed16", "int8")
 
 
 def default_cache_dir() -> Path:
@@ -39,8 +39,9 @@ class EngineConfig:
     num_threads: int | None = None  # torch intra-op threads in the core process (None: all usable cores)
     kv_cache_dtype: str | None = None  # None (auto): float16 on the CPU kernels for a float32 model, else the model's dtype
     quantization: str = "auto"  # linear weights: auto (exact int4/int8 grids), none, int8, int4 (lossy)
-    # what the CPU kernels multiply int weights with: auto (fixed16 where the CPU has AVX512-VNNI, else
-    # float32), float32, fixed16 (16-bit fixed point per group of 32, integer dot products), int8 (8-bit, lossier)
+    # what the CPU kernels multiply int weights with: auto (fixed24 where the CPU has AVX512-VNNI, else
+    # float32), float32, fixed24 (24-bit fixed point per group of 32, integer dot products), and the
+    # faster lossy fixed16 and int8
     linear_activations: str = "auto"
     cpu_kernels: bool = True  # the C kernels on CPU (fused decoder stack, paged attention); False: torch only
     cache_dir: Path = field(default_factory=default_cache_dir)

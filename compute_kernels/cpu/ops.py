@@ -47,11 +47,11 @@ def vnni_available() -> bool:
 
 def with_vnni(w: PackedLinear, digits: int) -> PackedLinear:
     """w with its int8/int4 weights repacked for the VNNI linear, activations in `digits` 8-bit
-    digits (2: 16-bit fixed point per group, 1: 8-bit); float32 weights come back unchanged."""
+    digits (3: 24-bit fixed point per group, 2: 16-bit, 1: 8-bit); float32 weights come back unchanged."""
     if w.kind == "float32" or not vnni_available():
         return w
-    if digits not in (1, 2):
-        raise ValueError(f"digits must be 1 or 2, got {digits}")
+    if digits not in (1, 2, 3):
+        raise ValueError(f"digits must be 1, 2 or 3, got {digits}")
     dst = torch.empty(w.data.numel(), dtype=torch.uint8)  # as many bytes as the packed weights
     load_ops().vnni_pack(KINDS.index(w.kind), w.n, w.k, ptr(w.data), ptr(dst))
     return dataclasses.replace(w, vnni=dst, digits=digits)

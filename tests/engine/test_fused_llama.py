@@ -77,10 +77,10 @@ def test_fused_int4_grid_is_exact(tiny_model_factory, tmp_path):
 
 
 @pytest.mark.skipif(not vnni_available(), reason="the fixed-point linear needs AVX512-VNNI")
-@pytest.mark.parametrize("activations, bound", [("fixed16", 1e-3), ("int8", 5e-2)])
+@pytest.mark.parametrize("activations, bound", [("fixed24", 1e-4), ("fixed16", 1e-3), ("int8", 5e-2)])
 def test_fused_fixed_point_activations_stay_close(tiny_model_factory, tmp_path, activations, bound):
-    """The VNNI linear's activations in fixed point: fixed16 within 1e-3 of the float logits
-    (each input off by at most 2^-16 of its group's largest) and the same greedy tokens; int8
+    """The VNNI linear's activations in fixed point: fixed24 (the default on VNNI) as close to the
+    float logits as float32 is, fixed16 within 1e-3, both with the same greedy tokens; int8
     (llama.cpp's scheme) looser."""
     folder = _on_int4_grid(tiny_model_factory("llama"), tmp_path / "grid")
     config = json.loads((folder / "config.json").read_text())
@@ -89,7 +89,7 @@ def test_fused_fixed_point_activations_stay_close(tiny_model_factory, tmp_path, 
     assert fused.activations == activations and fused.weights["layers.0.qkv"].vnni is not None
     for a, b, la, lb in _steps(native, fused):
         assert (la - lb).abs().max() < bound * la.abs().max()
-        if activations == "fixed16":
+        if activations != "int8":
             assert torch.equal(la.argmax(-1), lb.argmax(-1))
 
 

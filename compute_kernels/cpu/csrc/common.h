@@ -28,7 +28,7 @@ typedef struct {
     const uint16_t *mins;
     const float *bias; /* [n] or NULL */
     const uint8_t *vnni; /* NULL, or the int8/int4 weights repacked for vpdpbusd (linear_vnni.c) */
-    int digits;          /* with vnni: 8-bit digits per activation, 2 (16-bit fixed point) or 1 */
+    int digits;          /* with vnni: 8-bit digits per activation, 3 (24-bit fixed point), 2 or 1 */
 } packed_linear;
 
 /* Where one step's tokens read and write the paged KV cache (shared by every layer). */

@@ -34,6 +34,7 @@
 #define VROWS 4          /* most rows per register tile: 4 with one digit, 3 with two (12 and 16 accumulators) */
 #define VROW_BLOCK 64    /* rows per work item: their digits (2 x 64 x K bytes) stay in L2 */
 #define STEP_BYTES 64    /* one vpdpbusd operand: PANEL columns x 4 inputs */
+#define MAX_DIGITS 3     /* 8-bit digits per activation: 1 (8-bit), 2 (16-bit), 3 (24-bit fixed point) */
 
 int vnni_supported(void) {
 #ifdef HAVE_VNNI
@@ -79,18 +80,21 @@ void vnni_pack(const packed_linear *w, uint8_t *dst) {
 
 #ifdef HAVE_VNNI
 
-/* One linear call's activations in fixed point: digits [m][k] (lo only with two digits), and
- * per (row, group) the scale and the sum of the integers. */
+/* One linear call's activations in fixed point: digit planes [m][k] (dig[0] the least
+ * significant), and per (row, group) the scale, s * sum(X) and each plane's sum. */
 typedef struct {
-    int8_t *hi, *lo;
+    int8_t *dig[MAX_DIGITS];
     float *scale, *scaled_sum; /* s, and s * sum(X) (the int4 minimum's factor) */
-    int32_t *sum;
+    int32_t *dsum;             /* [m][ng][MAX_DIGITS]: sum of each plane's digits (int8 weights' offset) */
     int64_t k, ng;
 } fixed_rows;
 
-static void quantize_row(const float *x, int64_t k, int digits, int8_t *hi, int8_t *lo, float *scale,
-                         float *scaled_sum, int32_t *sum) {
-    const float limit = digits == 2 ? 32639.f : 127.f;
+/* The largest |X| of `digits` balanced signed 8-bit digits whose top digit stays in [-127, 127]. */
+static float digit_limit(int digits) { return digits == 3 ? 8355711.f : digits == 2 ? 32639.f : 127.f; }
+
+static void quantize_row(const float *x, int64_t k, int digits, int8_t *const *dig, float *scale, float *scaled_sum,
+                         int32_t *dsum) {
+    const float limit = digit_limit(digits);
     for (int64_t g = 0; g < k / GROUP; g++) {
         const float *xg = x + g * GROUP;
         const __m512 a = _mm512_loadu_ps(xg), b = _mm512_loadu_ps(xg + 16);
@@ -103,19 +107,20 @@ static void quantize_row(const float *x, int64_t k, int digits, int8_t *hi, int8
             const __m512 v = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(h ? b : a, vi), _mm512_sub_ps(_mm512_setzero_ps(), vl)), vl);
             xi[h] = _mm512_cvtps_epi32(v);
         }
-        sum[g] = _mm512_reduce_add_epi32(_mm512_add_epi32(xi[0], xi[1]));
-        scaled_sum[g] = scale[g] * (float)sum[g];
+        scaled_sum[g] = scale[g] * (float)_mm512_reduce_add_epi32(_mm512_add_epi32(xi[0], xi[1]));
+        __m512i plane_sum[MAX_DIGITS] = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512()};
         for (int h = 0; h < 2; h++) {
-            __m512i high = xi[h];
-            if (digits == 2) { /* lo = ((X + 128) & 255) - 128, hi = (X - lo) / 256: both in [-127, 127] */
-                const __m512i l = _mm512_sub_epi32(
-                    _mm512_and_si512(_mm512_add_epi32(xi[h], _mm512_set1_epi32(128)), _mm512_set1_epi32(255)),
+            __m512i rest = xi[h];
+            for (int i = 0; i < digits; i++) { /* d = ((X + 128) & 255) - 128, X = (X - d) / 256; the top digit is what is left */
+                const __m512i d = i == digits - 1 ? rest : _mm512_sub_epi32(
+                    _mm512_and_si512(_mm512_add_epi32(rest, _mm512_set1_epi32(128)), _mm512_set1_epi32(255)),
                     _mm512_set1_epi32(128));
-                high = _mm512_srai_epi32(_mm512_sub_epi32(xi[h], l), 8);
-                _mm_storeu_si128((__m128i *)(lo + g * GROUP + 16 * h), _mm512_cvtepi32_epi8(l));
+                rest = _mm512_srai_epi32(_mm512_sub_epi32(rest, d), 8);
+                plane_sum[i] = _mm512_add_epi32(plane_sum[i], d);
+                _mm_storeu_si128((__m128i *)(dig[i] + g * GROUP + 16 * h), _mm512_cvtepi32_epi8(d));
             }
-            _mm_storeu_si128((__m128i *)(hi + g * GROUP + 16 * h), _mm512_cvtepi32_epi8(high));
         }
+        for (int i = 0; i < MAX_DIGITS; i++) dsum[g * MAX_DIGITS + i] = _mm512_reduce_add_epi32(plane_sum[i]);
     }
 }
 
@@ -148,6 +153,19 @@ step_pair(const int kind, const int unpacked, const weight_view *wv, int pp, int
     }
 }
 
+/* The float value of one group's integer sums for one row and panel: sum_i 256^i * plane i's
+ * sum (int8 weights: less 128 * the plane's digits, the weights' offset), exact in int32 up to
+ * two digits, combined in float (rounded once, as float32 rounds any sum) with three. */
+static inline __attribute__((always_inline)) __m512
+group_value(const int kind, const int digits, __m512i *sums, const int32_t *dsum) {
+    if (kind == W_INT8)
+        for (int i = 0; i < digits; i++) sums[i] = _mm512_sub_epi32(sums[i], _mm512_set1_epi32(128 * dsum[i]));
+    if (digits == 1) return _mm512_cvtepi32_ps(sums[0]);
+    if (digits == 2) return _mm512_cvtepi32_ps(_mm512_add_epi32(_mm512_slli_epi32(sums[1], 8), sums[0]));
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[2]), _mm512_set1_ps(65536.f),
+                           _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[1]), _mm512_set1_ps(256.f), _mm512_cvtepi32_ps(sums[0])));
+}
+
 /* R rows x P panels over every group: integer sums per group in registers, turned into floats
  * and added to float accumulators that stay in registers; then stored (bias, accumulate). */
 static inline __attribute__((always_inline)) void
@@ -159,21 +177,19 @@ vnni_tile(const int kind, const int digits, const int unpacked, const int R, con
     for (int r = 0; r < R; r++)
         for (int pp = 0; pp < P; pp++) acc[r][pp] = _mm512_setzero_ps();
     for (int64_t g = 0; g < ng; g++) {
-        __m512i ah[VROWS][2], al[VROWS][2];
+        __m512i sums[VROWS][2][MAX_DIGITS];
         for (int r = 0; r < R; r++)
-            for (int pp = 0; pp < P; pp++) ah[r][pp] = al[r][pp] = _mm512_setzero_si512();
+            for (int pp = 0; pp < P; pp++)
+                for (int i = 0; i < digits; i++) sums[r][pp][i] = _mm512_setzero_si512();
         for (int s = 0; s < GROUP / 4; s += 2) { /* two steps of 4 inputs */
             __m512i w0[2], w1[2];
             for (int pp = 0; pp < P; pp++) step_pair(kind, unpacked, wv, pp, g, s, &w0[pp], &w1[pp]);
             for (int r = 0; r < R; r++) {
                 const int64_t at = (row0 + r) * a->k + g * GROUP + 4 * s;
-                const __m512i h0 = _mm512_set1_epi32(word_at(a->hi + at)), h1 = _mm512_set1_epi32(word_at(a->hi + at + 4));
-                for (int pp = 0; pp < P; pp++)
-                    ah[r][pp] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(ah[r][pp], w0[pp], h0), w1[pp], h1);
-                if (digits == 2) {
-                    const __m512i l0 = _mm512_set1_epi32(word_at(a->lo + at)), l1 = _mm512_set1_epi32(word_at(a->lo + at + 4));
+                for (int i = 0; i < digits; i++) {
+                    const __m512i x0 = _mm512_set1_epi32(word_at(a->dig[i] + at)), x1 = _mm512_set1_epi32(word_at(a->dig[i] + at + 4));
                     for (int pp = 0; pp < P; pp++)
-                        al[r][pp] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(al[r][pp], w0[pp], l0), w1[pp], l1);
+                        sums[r][pp][i] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(sums[r][pp][i], w0[pp], x0), w1[pp], x1);
                 }
             }
         }
@@ -184,9 +200,8 @@ vnni_tile(const int kind, const int digits, const int unpacked, const int R, con
                                             : _mm512_setzero_ps();
             for (int r = 0; r < R; r++) {
                 const int64_t rg = (row0 + r) * ng + g;
-                __m512i sum = digits == 2 ? _mm512_add_epi32(_mm512_slli_epi32(ah[r][pp], 8), al[r][pp]) : ah[r][pp];
-                if (kind == W_INT8) sum = _mm512_sub_epi32(sum, _mm512_set1_epi32(128 * a->sum[rg]));
-                acc[r][pp] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(d, _mm512_set1_ps(a->scale[rg])), acc[r][pp]);
+                const __m512 v = group_value(kind, digits, sums[r][pp], a->dsum + rg * MAX_DIGITS);
+                acc[r][pp] = _mm512_fmadd_ps(v, _mm512_mul_ps(d, _mm512_set1_ps(a->scale[rg])), acc[r][pp]);
                 if (kind == W_INT4) acc[r][pp] = _mm512_fmadd_ps(m, _mm512_set1_ps(a->scaled_sum[rg]), acc[r][pp]);
             }
         }
@@ -216,20 +231,23 @@ vnni_tile(const int kind, const int digits, const int unpacked, const int R, con
         }                                                                                                       \
     } while (0)
 
+#define TILE_D(K, U)                                                                                            \
+    do {                                                                                                        \
+        if (w->digits == 3) TILE_R(K, 3, U);                                                                    \
+        else if (w->digits == 2) TILE_R(K, 2, U);                                                               \
+        else TILE_R(K, 1, U);                                                                                   \
+    } while (0)
+
 static void tile_dispatch(int R, int P, const packed_linear *w, const weight_view *wv, int64_t p0, const fixed_rows *a,
                           int64_t row0, float *out, int64_t ldo, int accumulate) {
-    const int unpacked = wv->unpacked != NULL;
-    if (w->kind == W_INT4 && unpacked) {
-        if (w->digits == 2) TILE_R(W_INT4, 2, 1);
-        else TILE_R(W_INT4, 1, 1);
-    } else if (w->kind == W_INT4) {
-        if (w->digits == 2) TILE_R(W_INT4, 2, 0);
-        else TILE_R(W_INT4, 1, 0);
-    } else {
-        if (w->digits == 2) TILE_R(W_INT8, 2, 0);
-        else TILE_R(W_INT8, 1, 0);
-    }
+    if (w->kind == W_INT4 && wv->unpacked != NULL) TILE_D(W_INT4, 1);
+    else if (w->kind == W_INT4) TILE_D(W_INT4, 0);
+    else TILE_D(W_INT8, 0);
 }
+
+/* Rows a register tile takes: the integer sums (digits x rows x 2 panels) and the float ones
+ * must fit the 32 registers. */
+static int tile_rows_for(int digits) { return digits == 3 ? 2 : digits == 2 ? 3 : VROWS; }
 
 /* int4 panels p0 .. p0 + P - 1 with one byte a weight: [group][step][2 panels][64]. */
 static void unpack_panels(const weight_view *wv, int P, int64_t ng, uint8_t *dst) {
@@ -251,7 +269,7 @@ static void vnni_rows(const packed_linear *w, int64_t p0, int P, const fixed_row
     const int64_t ng = w->k / GROUP;
     weight_view wv = {{NULL, NULL}, NULL, w->kind == W_INT4 ? GROUP * PANEL / 2 : GROUP * PANEL};
     for (int pp = 0; pp < P; pp++) wv.packed[pp] = w->vnni + (p0 + pp) * ng * wv.per_group;
-    const int tile_rows = w->digits == 2 ? 3 : VROWS; /* four rows of two digits spill registers */
+    const int tile_rows = tile_rows_for(w->digits);
     if (w->kind == W_INT4 && rows > tile_rows) {
         unpack_panels(&wv, P, ng, unpack_buf);
         wv.unpacked = unpack_buf;
@@ -267,15 +285,18 @@ void linear_vnni(const packed_linear *w, const float *x, int64_t m, int64_t ldx,
     const int64_t k = w->k, ng = k / GROUP, np = (w->n + PANEL - 1) / PANEL, npairs = (np + 1) / 2;
     const int64_t nrb = (m + VROW_BLOCK - 1) / VROW_BLOCK, items = nrb * npairs;
     const int digits = w->digits;
-    fixed_rows a = {malloc((size_t)(m * k)), digits == 2 ? malloc((size_t)(m * k)) : NULL,
-                    malloc(sizeof(float) * (size_t)(m * ng)), malloc(sizeof(float) * (size_t)(m * ng)),
-                    malloc(sizeof(int32_t) * (size_t)(m * ng)), k, ng};
+    fixed_rows a = {{NULL, NULL, NULL}, malloc(sizeof(float) * (size_t)(m * ng)), malloc(sizeof(float) * (size_t)(m * ng)),
+                    malloc(sizeof(int32_t) * (size_t)(m * ng * MAX_DIGITS)), k, ng};
+    for (int i = 0; i < digits; i++) a.dig[i] = malloc((size_t)(m * k));
 #pragma omp parallel if (items > 1)
     {
 #pragma omp for schedule(static)
         for (int64_t r = 0; r < m; r++)
-            quantize_row(x + r * ldx, k, digits, a.hi + r * k, a.lo ? a.lo + r * k : NULL, a.scale + r * ng,
-                         a.scaled_sum + r * ng, a.sum + r * ng);
+        {
+            int8_t *dig[MAX_DIGITS] = {NULL, NULL, NULL};
+            for (int i = 0; i < digits; i++) dig[i] = a.dig[i] + r * k;
+            quantize_row(x + r * ldx, k, digits, dig, a.scale + r * ng, a.scaled_sum + r * ng, a.dsum + r * ng * MAX_DIGITS);
+        }
 #ifdef _OPENMP
         const int64_t chunk = (npairs + omp_get_num_threads() - 1) / omp_get_num_threads();
 #else
@@ -290,7 +311,8 @@ void linear_vnni(const packed_linear *w, const float *x, int64_t m, int64_t ldx,
         }
         free(unpack_buf);
     }
-    free(a.hi), free(a.lo), free(a.scale), free(a.scaled_sum), free(a.sum);
+    for (int i = 0; i < MAX_DIGITS; i++) free(a.dig[i]);
+    free(a.scale), free(a.scaled_sum), free(a.dsum);
 }
 
 #else
