@@ -3,7 +3,9 @@
     .venv/bin/python benchmarks/quantization.py                  # every mode on the default model
     .venv/bin/python benchmarks/quantization.py --modes auto none --repeats 3 --plot out.png
 
-For each mode (auto: exact int4/int8 grids; none: float32; int8 and int4 forced) and the torch
+For each mode (auto: exact int4/int8 grids; none: float32; int8 and int4 forced; `+float32` /
+`+int8` after a mode: what the int linears multiply with, default fixed16 where the CPU has
+AVX512-VNNI) and the torch
 reference path (`--no-cpu-kernels`, float32): decode tokens/s at one stream, prefill tokens/s
 of one 512-token prompt, the bytes of weights, and quality against the float32 model on a fixed
 text shipped in tests/data/quality_text.txt: the mean log-prob of its tokens, and top-1
@@ -64,15 +66,20 @@ def first_difference(a: list[int], b: list[int]) -> int:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default=None)
-    ap.add_argument("--modes", nargs="+", default=["torch", "none", "auto", "int8", "int4"],
-                    help="quantization modes; 'torch' is the reference path without the C kernels")
+    ap.add_argument("--modes", nargs="+", default=["torch", "none", "auto", "auto+float32", "auto+int8", "int8", "int4"],
+                    help="quantization modes, each optionally +ACTIVATIONS (--linear-activations: float32, fixed16, "
+                         "int8; without it the default, fixed16 where the CPU has VNNI); 'torch' is the reference "
+                         "path without the C kernels")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--num-threads", type=int, default=None)
     ap.add_argument("--plot", default=None)
     args = ap.parse_args()
     rows, reference = [], None
     for mode in ["none"] + [m for m in args.modes if m != "none"]:
-        options = {"cpu_kernels": False} if mode == "torch" else {"quantization": mode}
+        quantization, _, activations = mode.partition("+")
+        options = {"cpu_kernels": False} if mode == "torch" else {"quantization": quantization}
+        if activations:
+            options["linear_activations"] = activations
         llm = LLM(args.model, max_model_len=2048, num_threads=args.num_threads, **options)
         mean, top1, runs = quality(llm)
         reference = reference or (mean, top1, runs)

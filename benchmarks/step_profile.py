@@ -99,10 +99,13 @@ def main() -> None:
     ap.add_argument("--prefill", type=int, default=1000, help="tokens of the timed prefill step")
     ap.add_argument("--num-threads", type=int, default=None)
     ap.add_argument("--no-cpu-kernels", action="store_true")
+    ap.add_argument("--linear-activations", default="auto", choices=["auto", "float32", "fixed24", "fixed16", "int8"],
+                    help="what the int linears multiply with (auto: fixed16 on AVX512-VNNI)")
     args = ap.parse_args()
     llm = LLM(args.model, max_num_seqs=max(args.sizes), max_model_len=max(args.context, args.prefill) + 2 * args.steps + 64,
               max_num_batched_tokens=max(4096, args.prefill), num_threads=args.num_threads,
-              cpu_kernels=not args.no_cpu_kernels)  # fmt: skip
+              cpu_kernels=not args.no_cpu_kernels, linear_activations=args.linear_activations,
+              max_prefill_tokens_while_decoding=0)  # fmt: skip  (the batch fills at once: no prefill cap)
     print(f"{describe(llm.core.runner.device)}")
     print(f"engine: {llm.info.summary}")
     timer = instrument(llm)

@@ -31,6 +31,8 @@ class PackedLinear:
     scales: torch.Tensor | None = None  # [P, K/G, PANEL] float16
     mins: torch.Tensor | None = None  # [P, K/G, PANEL] float16 (int4 only)
     bias: torch.Tensor | None = None  # [N] float32
+    vnni: torch.Tensor | None = None  # uint8, the int weights repacked for the CPU's VNNI linear
+    digits: int = 0  # with vnni: activations in fixed point of 3 (24-bit), 2 (16-bit) or 1 (8-bit) signed digits
 
     @property
     def nbytes(self) -> int:
@@ -83,6 +85,19 @@ def linear_ref(x: torch.Tensor, w: PackedLinear) -> torch.Tensor:
     """x [M, K] @ W^T (+ bias) in float32: the torch reference of compute_kernels.cpu's packed linear."""
     out = x.float() @ dequantize(w).t()
     return out if w.bias is None else out + w.bias
+
+
+def fixed_point_ref(x: torch.Tensor, digits: int) -> torch.Tensor:
+    """x [M, K] as the VNNI linear sees it: per row and group of GROUP inputs, integers of
+    `digits` signed 8-bit digits (|X| <= 8355711, 32639 or 127, nearest even) times the group's
+    scale. linear_ref(fixed_point_ref(x, d), w) is the reference of the kernel with `digits=d`."""
+    limit = {3: 8355711.0, 2: 32639.0, 1: 127.0}[digits]
+    g = x.float().reshape(x.shape[0], -1, GROUP)
+    amax = g.abs().amax(-1, keepdim=True)
+    inv = torch.where(amax > 0, limit / amax, torch.zeros_like(amax))
+    scale = torch.where(amax > 0, amax / limit, torch.zeros_like(amax))
+    q = torch.round((g * inv).clamp(-limit, limit))
+    return (q * scale).reshape(x.shape)
 
 
 def _groups(weight: torch.Tensor) -> torch.Tensor:

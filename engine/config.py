@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+LINEAR_ACTIVATIONS = ("auto", "float32", "fixed24", "fixed16", "int8")
+
 
 def default_cache_dir() -> Path:
     """Where converted GGUF models are kept between starts."""
@@ -25,6 +27,9 @@ class EngineConfig:
     max_model_len: int | None = None
     max_num_seqs: int = 64
     max_num_batched_tokens: int = 2048
+    # prompt tokens a step may take while any request decodes (None: auto, 512 on CPU, no cap on
+    # CUDA; 0: no cap): a large prefill chunk would hold every decoding stream for its whole step
+    max_prefill_tokens_while_decoding: int | None = None
     block_size: int = 16
     num_kv_blocks: int | None = None
     kv_cache_gib: float = 1.0
@@ -34,6 +39,10 @@ class EngineConfig:
     num_threads: int | None = None  # torch intra-op threads in the core process (None: all usable cores)
     kv_cache_dtype: str | None = None  # None (auto): float16 on the CPU kernels for a float32 model, else the model's dtype
     quantization: str = "auto"  # linear weights: auto (exact int4/int8 grids), none, int8, int4 (lossy)
+    # what the CPU kernels multiply int weights with: auto (fixed24 where the CPU has AVX512-VNNI, else
+    # float32), float32, fixed24 (24-bit fixed point per group of 32, integer dot products), and the
+    # faster lossy fixed16 and int8
+    linear_activations: str = "auto"
     cpu_kernels: bool = True  # the C kernels on CPU (fused decoder stack, paged attention); False: torch only
     cache_dir: Path = field(default_factory=default_cache_dir)
     seed: int = 0
@@ -52,6 +61,8 @@ class EngineConfig:
         for name in ("max_num_seqs", "max_num_batched_tokens", "block_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.max_prefill_tokens_while_decoding is not None and self.max_prefill_tokens_while_decoding < 0:
+            raise ValueError(f"max_prefill_tokens_while_decoding must be >= 0, got {self.max_prefill_tokens_while_decoding}")
         if self.max_model_len is not None and self.max_model_len < 1:
             raise ValueError(f"max_model_len must be >= 1, got {self.max_model_len}")
         if self.num_kv_blocks is not None and self.num_kv_blocks < 1:
@@ -64,6 +75,8 @@ class EngineConfig:
             raise ValueError(f"kv_cache_dtype must be float32, bfloat16 or float16, got {self.kv_cache_dtype!r}")
         if self.quantization not in ("auto", "none", "int8", "int4"):
             raise ValueError(f"quantization must be auto, none, int8 or int4, got {self.quantization!r}")
+        if self.linear_activations not in LINEAR_ACTIVATIONS:
+            raise ValueError(f"linear_activations must be one of {', '.join(LINEAR_ACTIVATIONS)}, got {self.linear_activations!r}")
         if self.num_threads is not None and self.num_threads < 1:
             raise ValueError(f"num_threads must be >= 1, got {self.num_threads}")
         if not 0 < self.gpu_memory_utilization <= 1:

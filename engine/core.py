@@ -34,7 +34,7 @@ def load_engine_model(config: EngineConfig, model: str | None, device: torch.dev
     """(files, loaded model, KV cache dtype name) of `model` under the config's loading rules."""
     files = resolve_model(model, config.cache_dir)
     loaded = load_model(files.folder, files.config, device, _DTYPES[dtype_name], model_impl, config.quantization,
-                        config.cpu_kernels, config.cache_dir)  # fmt: skip
+                        config.cpu_kernels, config.cache_dir, config.linear_activations)  # fmt: skip
     if loaded.use_cpu_kernels:
         kv_name = config.kv_cache_dtype or hardware.default_kv_dtype(dtype_name, True)
     else:
@@ -80,14 +80,20 @@ class EngineCore:
         num_blocks = _num_blocks(config, model, kv_dtype, device)
         max_len = min(config.max_model_len or model.max_position_embeddings, num_blocks * config.block_size)
         self.kv = KVCacheManager(num_blocks, config.block_size, config.enable_prefix_caching)
-        self.scheduler = Scheduler(self.kv, config.max_num_seqs, config.max_num_batched_tokens, max_len)
+        prefill_cap = config.max_prefill_tokens_while_decoding
+        if prefill_cap is None:
+            prefill_cap = hardware.default_prefill_cap(device)
+        self.scheduler = Scheduler(self.kv, config.max_num_seqs, config.max_num_batched_tokens, max_len,
+                                   prefill_cap or None)  # fmt: skip
         self.runner = ModelRunner(model, num_blocks, config.block_size, config.max_num_seqs, max_len,
                                   files.eos_token_ids, device, kv_dtype,
                                   loaded.use_cpu_kernels, _graph_backend(config, device))  # fmt: skip
         graphs = self.runner.graphs
         summary = (f"{loaded.impl}; {loaded.note + '; ' if loaded.note else ''}dtype {dtype_name}"
                    f"{' (auto)' if config.dtype is None else ''}; {num_threads or 'default'} threads; "
-                   f"{num_blocks} KV blocks of {config.block_size} ({kv_name}); resident {hardware.resident_mib():.0f} MiB; "
+                   f"{num_blocks} KV blocks of {config.block_size} ({kv_name}); "
+                   f"prefill while decoding: {f'{prefill_cap} tokens a step' if prefill_cap else 'the whole budget'}; "
+                   f"resident {hardware.resident_mib():.0f} MiB; "
                    f"{f'CUDA graphs for decode batches up to {graphs.sizes[-1]}; ' if graphs else ''}"
                    f"{hardware.describe(device)}")  # fmt: skip
         log.info("engine: %s", summary)

@@ -2,7 +2,9 @@
 
 Pure Python. Running requests are served first (decodes and unfinished prefill chunks);
 waiting requests are admitted FCFS while the budget, `max_num_seqs` and the block pool
-allow. When blocks run out, the most recently admitted running request is preempted by
+allow. While any request is decoding, prompt tokens (chunks and admissions) get at most
+`max_prefill_tokens_while_decoding` of a step, so that a long prefill never holds every
+decoding stream for a whole large step; with nobody decoding they get the whole budget. When blocks run out, the most recently admitted running request is preempted by
 recompute: its blocks are freed and it goes back to the front of the queue.
 A decoding request's draft tokens (speculative decoding) are scheduled after its last known
 token when the budget and the pool allow, else dropped for the step; after the step the
@@ -56,10 +58,12 @@ class Progress:
 class Scheduler:
     """Owns the waiting and running queues; called by the engine core once per step."""
 
-    def __init__(self, kv: KVCacheManager, max_num_seqs: int, max_num_batched_tokens: int, max_model_len: int):
+    def __init__(self, kv: KVCacheManager, max_num_seqs: int, max_num_batched_tokens: int, max_model_len: int,
+                 max_prefill_tokens_while_decoding: int | None = None):  # fmt: skip
         self.kv = kv
         self.max_num_seqs = max_num_seqs
         self.max_num_batched_tokens = max_num_batched_tokens
+        self.max_prefill_tokens_while_decoding = max_prefill_tokens_while_decoding
         self.max_model_len = max_model_len
         self.waiting: deque[Request] = deque()
         self.running: list[Request] = []
@@ -105,6 +109,13 @@ class Scheduler:
     def _num_new(self, request: Request, budget: int) -> int:
         return min(request.num_tokens - request.num_computed_tokens, budget)
 
+    def _prefill_budget(self) -> int:
+        """Prompt tokens this step may take: capped while any running request decodes."""
+        cap = self.max_prefill_tokens_while_decoding
+        if cap is None or not any(r.num_computed_tokens >= r.num_prompt_tokens for r in self.running):
+            return self.max_num_batched_tokens
+        return cap
+
     def _spec_ids(self, request: Request, num_new: int, budget: int) -> list[int]:
         """The drafts that fit this step: only after a run that reaches the last known token."""
         if not request.spec_token_ids or request.num_computed_tokens + num_new != request.num_tokens:
@@ -124,12 +135,16 @@ class Scheduler:
     def schedule(self) -> SchedulerOutput:
         out = SchedulerOutput()
         budget = self.max_num_batched_tokens
+        prefill_budget = self._prefill_budget()
         preempted = False
         scheduled: list[tuple[Request, int]] = []
         for request in list(self.running):
             if request.status is not Status.RUNNING or budget == 0:
                 continue
-            num_new = self._num_new(request, budget)
+            prefilling = request.num_computed_tokens < request.num_prompt_tokens
+            if prefilling and prefill_budget == 0:
+                continue
+            num_new = self._num_new(request, min(budget, prefill_budget) if prefilling else budget)
             spec = self._spec_ids(request, num_new, budget)
             new_ids, spec = self._allocate(request, num_new, spec)
             while new_ids is None:
@@ -146,8 +161,10 @@ class Scheduler:
                 out.spec_token_ids[request.request_id] = spec
             out.new_block_ids[request.request_id] = new_ids
             budget -= num_new + len(spec)
+            if prefilling:
+                prefill_budget -= num_new
         if not preempted:
-            budget = self._admit(out, scheduled, budget)
+            budget = self._admit(out, scheduled, min(budget, prefill_budget))
         # Requests preempted after being scheduled in this loop must not run.
         for request, num_new in scheduled:
             if request.status is Status.RUNNING:

@@ -40,6 +40,8 @@ def _engine_config(args: argparse.Namespace):
         dtype=None if args.dtype == "auto" else args.dtype,
         kv_cache_dtype=None if args.kv_cache_dtype == "auto" else args.kv_cache_dtype,
         quantization=args.quantization,
+        linear_activations=args.linear_activations,
+        max_prefill_tokens_while_decoding=args.max_prefill_tokens_while_decoding,
         cpu_kernels=not args.no_cpu_kernels,
         model_impl=args.model_impl,
         num_threads=num_threads,

@@ -92,6 +92,14 @@ def _engine_flags(serve: argparse.ArgumentParser) -> None:
     group.add_argument("--quantization", default="auto", choices=["auto", "none", "int8", "int4"],
                        help="linear weights on CPU: auto (default) serves int4/int8 where the weights lie exactly on "
                             "such a grid (a GGUF's Q4_1/Q8_0), float32 elsewhere; int8/int4 force a grid (lossy)")
+    group.add_argument("--max-prefill-tokens-while-decoding", type=int, default=None,
+                       help="prompt tokens a step may take while any request is decoding (default: 512 on CPU, "
+                            "no cap on CUDA; 0: no cap), so that a long prompt never stalls the streams")
+    group.add_argument("--linear-activations", default="auto", choices=["auto", "float32", "fixed24", "fixed16", "int8"],
+                       help="what the CPU kernels multiply int4/int8 weights with: auto (default) is fixed24 where the "
+                            "CPU has AVX512-VNNI (24-bit fixed point per group of 32 inputs, integer dot products; "
+                            "an input is off by at most 2^-24 of its group's largest), else float32; fixed16 and int8 "
+                            "(llama.cpp's 8-bit scheme) are faster and lossy")
     group.add_argument("--no-cpu-kernels", action="store_true",
                        help="run the torch reference path instead of the C kernels on CPU")
     group.add_argument("--model-impl", default="auto", choices=["auto", "native", "transformers"],

@@ -7,6 +7,7 @@ it is None where the kernels cannot be built, and callers keep the reference pat
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import torch
@@ -33,8 +34,27 @@ def _check_rows(x: torch.Tensor, name: str) -> None:
 
 
 def linear_args(w: PackedLinear) -> tuple[int, ...]:
-    """The seven integers that describe a packed linear to C (LINEAR_FIELDS order)."""
-    return (KINDS.index(w.kind), w.n, w.k, ptr(w.data), ptr(w.scales), ptr(w.mins), ptr(w.bias))
+    """The nine integers that describe a packed linear to C (LINEAR_FIELDS order)."""
+    return (KINDS.index(w.kind), w.n, w.k, ptr(w.data), ptr(w.scales), ptr(w.mins), ptr(w.bias), ptr(w.vnni),
+            w.digits if w.vnni is not None else 0)  # fmt: skip
+
+
+def vnni_available() -> bool:
+    """Whether the kernels were built with AVX512-VNNI (the CPU has it)."""
+    ops = load_ops()
+    return ops is not None and bool(ops.VNNI)
+
+
+def with_vnni(w: PackedLinear, digits: int) -> PackedLinear:
+    """w with its int8/int4 weights repacked for the VNNI linear, activations in `digits` 8-bit
+    digits (3: 24-bit fixed point per group, 2: 16-bit, 1: 8-bit); float32 weights come back unchanged."""
+    if w.kind == "float32" or not vnni_available():
+        return w
+    if digits not in (1, 2, 3):
+        raise ValueError(f"digits must be 1, 2 or 3, got {digits}")
+    dst = torch.empty(w.data.numel(), dtype=torch.uint8)  # as many bytes as the packed weights
+    load_ops().vnni_pack(KINDS.index(w.kind), w.n, w.k, ptr(w.data), ptr(dst))
+    return dataclasses.replace(w, vnni=dst, digits=digits)
 
 
 def linear(x: torch.Tensor, w: PackedLinear, out: torch.Tensor | None = None) -> torch.Tensor:

@@ -63,7 +63,7 @@ class LoadedModel:
 
 
 def load_fused_model(folder: Path, config: dict, quantization: str, cache_dir: Path | None,
-                     cache_min_bytes: int = 64 << 20):  # fmt: skip
+                     cache_min_bytes: int = 64 << 20, activations: str = "auto"):  # fmt: skip
     """The native model as one fused CPU stack; its packed weights come from the disk cache
     when a previous start left them there (no float model built then). Models whose weight
     files are under `cache_min_bytes` pack in well under a second and are not cached."""
@@ -81,22 +81,25 @@ def load_fused_model(folder: Path, config: dict, quantization: str, cache_dir: P
         del native
         if path is not None:
             packed_cache.save(path, *loaded)
-    return FusedLlama(args, *loaded)
+    return FusedLlama(args, *loaded, activations=activations)
 
 
 def load_model(folder: Path, config: dict, device: torch.device, dtype: torch.dtype, model_impl: str = "auto",
-               quantization: str = "auto", cpu_kernels: bool = True, cache_dir: Path | None = None) -> LoadedModel:  # fmt: skip
+               quantization: str = "auto", cpu_kernels: bool = True, cache_dir: Path | None = None,
+               activations: str = "auto") -> LoadedModel:  # fmt: skip
     """The model for the runner, built by the implementation `model_impl` selects.
 
     On a CPU with the C kernels, a native model runs as one fused decoder stack with its
-    linears packed per `quantization` (computed in float32; `dtype` is the KV cache's), and
-    any model's attention reads the cache through the C kernel.
+    linears packed per `quantization` (their activations as `activations` says: float32, or
+    fixed point for the VNNI kernel; `dtype` is the KV cache's), and any model's attention
+    reads the cache through the C kernel.
     """
     cpu_fast = cpu_kernels and device.type == "cpu" and cpu_kernels_available()
     if choose_impl(config, model_impl) == "native":
         if cpu_fast:
-            fused = load_fused_model(folder, config, quantization, cache_dir)
-            return LoadedModel(fused, "native, fused CPU kernels", True, f"weights: {fused.report.summary()}")
+            fused = load_fused_model(folder, config, quantization, cache_dir, activations=activations)
+            note = f"weights: {fused.report.summary()}; activations: {fused.activations_summary}"
+            return LoadedModel(fused, "native, fused CPU kernels", True, note)
         return LoadedModel(load_native_model(folder, config, device, dtype), "native", False)
     from engine.models.transformers_backend import load_transformers_model
 

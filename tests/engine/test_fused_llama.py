@@ -14,7 +14,7 @@ from engine import LLM, SamplingParams, hardware
 from engine.loader.weights import load_native_model
 from engine.models.llama_fused import FusedLlama, pack_native
 from compute_kernels.attention import build_attention_metadata
-from compute_kernels.cpu.ops import load_ops
+from compute_kernels.cpu.ops import load_ops, vnni_available
 from compute_kernels.quant import quantize, reconstruct
 
 pytestmark = pytest.mark.skipif(load_ops() is None, reason="no C compiler: the CPU kernels cannot be built here")
@@ -70,10 +70,27 @@ def test_fused_int4_grid_is_exact(tiny_model_factory, tmp_path):
     folder = _on_int4_grid(tiny_model_factory("llama"), tmp_path / "grid")
     config = json.loads((folder / "config.json").read_text())
     native = load_native_model(folder, config, torch.device("cpu"), torch.float32)
-    fused = FusedLlama(native.args, *pack_native(native, "auto"))
+    fused = FusedLlama(native.args, *pack_native(native, "auto"), activations="float32")
     assert fused.report.kinds["int4"] == 4 * config["num_hidden_layers"] and fused.report.lossy == 0
     for a, b, la, lb in _steps(native, fused):
         assert (la - lb).abs().max() < 1e-4 * la.abs().max()
+
+
+@pytest.mark.skipif(not vnni_available(), reason="the fixed-point linear needs AVX512-VNNI")
+@pytest.mark.parametrize("activations, bound", [("fixed24", 1e-4), ("fixed16", 1e-3), ("int8", 5e-2)])
+def test_fused_fixed_point_activations_stay_close(tiny_model_factory, tmp_path, activations, bound):
+    """The VNNI linear's activations in fixed point: fixed24 (the default on VNNI) as close to the
+    float logits as float32 is, fixed16 within 1e-3, both with the same greedy tokens; int8
+    (llama.cpp's scheme) looser."""
+    folder = _on_int4_grid(tiny_model_factory("llama"), tmp_path / "grid")
+    config = json.loads((folder / "config.json").read_text())
+    native = load_native_model(folder, config, torch.device("cpu"), torch.float32)
+    fused = FusedLlama(native.args, *pack_native(native, "auto"), activations=activations)
+    assert fused.activations == activations and fused.weights["layers.0.qkv"].vnni is not None
+    for a, b, la, lb in _steps(native, fused):
+        assert (la - lb).abs().max() < bound * la.abs().max()
+        if activations != "int8":
+            assert torch.equal(la.argmax(-1), lb.argmax(-1))
 
 
 def test_forced_int8_rounds_and_says_so(tiny_model_factory):

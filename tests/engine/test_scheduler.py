@@ -83,3 +83,30 @@ def test_abort_waiting_and_running():
     assert not s.has_work() and s.kv.num_free_blocks == 16
     out = s.schedule()
     assert set(out.freed_req_ids) == {"a", "b"}
+
+
+def test_prefill_is_capped_while_others_decode():
+    """With a request decoding, prompt tokens (a running chunk and admissions) share the cap;
+    with nobody decoding a prompt gets the whole budget."""
+    s = Scheduler(KVCacheManager(64, 4), 4, 32, 128, max_prefill_tokens_while_decoding=5)
+    s.add(req("a", 20, max_tokens=8))
+    out = run_step(s)
+    assert out.num_scheduled_tokens == [20]  # nobody decodes yet: the whole prompt at once
+    for rid, first in (("b", 100), ("c", 200)):  # tokens no cached block holds
+        s.add(Request(rid, list(range(first, first + 9)), SamplingParams(max_tokens=8), 8, frozenset({0})))
+    out = run_step(s)
+    assert out.req_ids == ["a", "b"] and out.num_scheduled_tokens == [1, 5]
+    out = run_step(s)  # b's last 4 prompt tokens, then c admitted with the cap's last one
+    assert out.req_ids == ["a", "b", "c"] and out.num_scheduled_tokens == [1, 4, 1]
+    out = run_step(s)
+    assert out.num_scheduled_tokens == [1, 1, 5]
+    assert sum(out.num_scheduled_tokens) <= 32
+
+
+def test_prefill_cap_off_takes_the_whole_budget():
+    s = Scheduler(KVCacheManager(64, 4), 4, 32, 128, max_prefill_tokens_while_decoding=None)
+    s.add(req("a", 3, max_tokens=8))
+    run_step(s)
+    s.add(req("b", 40, max_tokens=8))
+    out = run_step(s)
+    assert out.num_scheduled_tokens == [1, 31]

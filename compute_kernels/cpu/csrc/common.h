@@ -27,6 +27,8 @@ typedef struct {
     const uint16_t *scales;
     const uint16_t *mins;
     const float *bias; /* [n] or NULL */
+    const uint8_t *vnni; /* NULL, or the int8/int4 weights repacked for vpdpbusd (linear_vnni.c) */
+    int digits;          /* with vnni: 8-bit digits per activation, 3 (24-bit fixed point), 2 or 1 */
 } packed_linear;
 
 /* Where one step's tokens read and write the paged KV cache (shared by every layer). */
@@ -50,8 +52,8 @@ typedef struct {
 /* A model for stack_forward, described by int64 records that Python fills by field name
  * (module.c exports these name lists; compute_kernels/cpu/stack.py reads them). Pointers are data
  * addresses of contiguous float32 tensors unless said otherwise. */
-#define LINEAR_FIELDS "kind n k data scales mins bias"
-enum { LIN_KIND, LIN_N, LIN_K, LIN_DATA, LIN_SCALES, LIN_MINS, LIN_BIAS, LIN_NUM };
+#define LINEAR_FIELDS "kind n k data scales mins bias vnni digits"
+enum { LIN_KIND, LIN_N, LIN_K, LIN_DATA, LIN_SCALES, LIN_MINS, LIN_BIAS, LIN_VNNI, LIN_DIGITS, LIN_NUM };
 
 #define MODEL_FIELDS "num_layers hidden num_heads num_kv_heads head_dim intermediate kv_kind rope_cos rope_sin final_norm"
 enum { M_LAYERS, M_HIDDEN, M_HEADS, M_KV_HEADS, M_HEAD_DIM, M_INTER, M_KV_KIND, M_COS, M_SIN, M_FINAL_NORM, M_NUM };

@@ -292,6 +292,10 @@ static void pack_rows(const float *x, int64_t ldx, int64_t m, int64_t k, float *
 
 void linear_packed(const packed_linear *w, const float *x, int64_t m, int64_t ldx, float *out, int64_t ldo,
                    int accumulate) {
+    if (w->vnni) {
+        linear_vnni(w, x, m, ldx, out, ldo, accumulate);
+        return;
+    }
     const int64_t np = (w->n + PANEL - 1) / PANEL;
     const int64_t nrb = (m + ROW_BLOCK - 1) / ROW_BLOCK, ntiles = nrb * np;
 #ifdef HAVE_AVX2

@@ -28,14 +28,26 @@ static int parse(PyObject *const *args, Py_ssize_t nargs, const char *fmt, int64
 #define P(i, type) ((type)(intptr_t)iv[i])
 
 static PyObject *py_linear(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    /* kind, n, k, data, scales, mins, bias, x, m, ldx, out, ldo, accumulate */
-    int64_t iv[13];
-    double fv[13];
-    if (parse(args, nargs, "iiiiiiiiiiiii", iv, fv)) return NULL;
+    /* kind, n, k, data, scales, mins, bias, vnni, digits, x, m, ldx, out, ldo, accumulate */
+    int64_t iv[15];
+    double fv[15];
+    if (parse(args, nargs, "iiiiiiiiiiiiiii", iv, fv)) return NULL;
     packed_linear w = {(int)iv[0], iv[1], iv[2], P(3, const void *), P(4, const uint16_t *), P(5, const uint16_t *),
-                       P(6, const float *)};
+                       P(6, const float *), P(7, const uint8_t *), (int)iv[8]};
     Py_BEGIN_ALLOW_THREADS
-    linear_packed(&w, P(7, const float *), iv[8], iv[9], P(10, float *), iv[11], (int)iv[12]);
+    linear_packed(&w, P(9, const float *), iv[10], iv[11], P(12, float *), iv[13], (int)iv[14]);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_vnni_pack(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    /* kind, n, k, data, dst: the int8/int4 weights repacked for linear_vnni into dst */
+    int64_t iv[5];
+    double fv[5];
+    if (parse(args, nargs, "iiiii", iv, fv)) return NULL;
+    packed_linear w = {(int)iv[0], iv[1], iv[2], P(3, const void *)};
+    Py_BEGIN_ALLOW_THREADS
+    vnni_pack(&w, P(4, uint8_t *));
     Py_END_ALLOW_THREADS
     Py_RETURN_NONE;
 }
@@ -151,6 +163,7 @@ static PyObject *py_stack_forward(PyObject *self, PyObject *const *args, Py_ssiz
 #define FASTCALL(name, fn, doc) {name, (PyCFunction)(void (*)(void))fn, METH_FASTCALL, doc}
 static PyMethodDef methods[] = {
     FASTCALL("linear", py_linear, "packed linear layer"),
+    FASTCALL("vnni_pack", py_vnni_pack, "repack int8/int4 weights for the VNNI linear"),
     FASTCALL("rms_norm", py_rms_norm, "RMSNorm of rows"),
     FASTCALL("rotary", py_rotary, "rotate-half rotary embedding in place"),
     FASTCALL("silu_mul", py_silu_mul, "SiLU(gate) * up"),
@@ -170,6 +183,7 @@ PyMODINIT_FUNC PyInit__cpu_ops(void) {
     if (m == NULL) return NULL;
     PyModule_AddIntConstant(m, "PANEL", PANEL);
     PyModule_AddIntConstant(m, "GROUP", GROUP);
+    PyModule_AddIntConstant(m, "VNNI", vnni_supported());
     PyModule_AddStringConstant(m, "LINEAR_FIELDS", LINEAR_FIELDS);
     PyModule_AddStringConstant(m, "MODEL_FIELDS", MODEL_FIELDS);
     PyModule_AddStringConstant(m, "LAYER_FIELDS", LAYER_FIELDS);

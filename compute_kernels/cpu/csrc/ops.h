@@ -7,6 +7,12 @@
 /* out[m, n] = x[m, k] @ W^T (+ bias), or out += that when `accumulate`. */
 void linear_packed(const packed_linear *w, const float *x, int64_t m, int64_t ldx, float *out, int64_t ldo,
                    int accumulate);
+/* The same on AVX512-VNNI from w->vnni (linear_packed calls it when w->vnni is set). */
+void linear_vnni(const packed_linear *w, const float *x, int64_t m, int64_t ldx, float *out, int64_t ldo,
+                 int accumulate);
+int vnni_supported(void);
+int64_t vnni_packed_bytes(const packed_linear *w);
+void vnni_pack(const packed_linear *w, uint8_t *dst);
 
 void rms_norm(const float *x, int64_t ldx, const float *weight, float eps, int64_t rows, int64_t h, float *out,
               int64_t ldo);

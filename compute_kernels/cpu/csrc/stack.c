@@ -11,7 +11,8 @@
 static packed_linear linear_at(const int64_t *rec) {
     packed_linear w = {(int)rec[LIN_KIND], rec[LIN_N], rec[LIN_K], (const void *)(intptr_t)rec[LIN_DATA],
                        (const uint16_t *)(intptr_t)rec[LIN_SCALES], (const uint16_t *)(intptr_t)rec[LIN_MINS],
-                       (const float *)(intptr_t)rec[LIN_BIAS]};
+                       (const float *)(intptr_t)rec[LIN_BIAS], (const uint8_t *)(intptr_t)rec[LIN_VNNI],
+                       (int)rec[LIN_DIGITS]};
     return w;
 }
 

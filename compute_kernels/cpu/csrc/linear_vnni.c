@@ -1,0 +1,325 @@
+/* Packed linear on AVX512-VNNI: integer weights times fixed-point activations, summed exactly.
+ *
+ * The fp32 paths (linear.c) spend most of their time turning 4-bit weights into floats. Here
+ * the weights stay integers: each row's inputs are written, per group of GROUP, as a scale and
+ * integers X (|X| <= 32639 with two signed 8-bit digits, hi * 256 + lo; |X| <= 127 with one),
+ * and vpdpbusd sums weight (u8) x digit (s8) products four at a time, exactly, in int32.
+ * Once per group the integer sums become floats:
+ *     out += (d * s) * sum(q * X) + m * (s * sum(X))          (int4: w = d * q + m)
+ *     out += (d * s) * (sum(q' * X) - 128 * sum(X))            (int8: q' = q + 128 unsigned)
+ * Two digits keep 16 bits of every group's inputs (error <= 2^-16 of the group's largest
+ * input, within float32's own rounding of the sums); one digit is llama.cpp's 8-bit scheme.
+ * A row's integers depend on that row alone and integer sums have no order, so a request's
+ * result does not depend on its batch.
+ *
+ * Weights are repacked once (vnni_pack) so that 4 consecutive inputs of a column are one int32
+ * lane: int4 as 64-byte blocks holding two 4-input steps (low nibbles the first, high the
+ * second), int8 as one step per 64 bytes. Per (panel, group) the bytes are as many as before.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "common.h"
+#include "ops.h"
+#include "vec.h"
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
+#define HAVE_VNNI 1
+#endif
+
+#define VROWS 4          /* most rows per register tile: 4 with one digit, 3 with two (12 and 16 accumulators) */
+#define VROW_BLOCK 64    /* rows per work item: their digits (2 x 64 x K bytes) stay in L2 */
+#define STEP_BYTES 64    /* one vpdpbusd operand: PANEL columns x 4 inputs */
+#define MAX_DIGITS 3     /* 8-bit digits per activation: 1 (8-bit), 2 (16-bit), 3 (24-bit fixed point) */
+
+int vnni_supported(void) {
+#ifdef HAVE_VNNI
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+int64_t vnni_packed_bytes(const packed_linear *w) {
+    const int64_t np = (w->n + PANEL - 1) / PANEL;
+    return w->kind == W_INT4 ? np * w->k * PANEL / 2 : w->kind == W_INT8 ? np * w->k * PANEL : 0;
+}
+
+/* The weight of input kk (0 <= kk < GROUP) of column c in group g of panel p, as stored. */
+static inline int stored_q(const packed_linear *w, int64_t p, int64_t g, int kk, int c) {
+    if (w->kind == W_INT4) {
+        const uint8_t *b = (const uint8_t *)w->data + p * (w->k / 2) * PANEL + g * (GROUP / 2) * PANEL;
+        const uint8_t v = b[(kk / 2) * PANEL + c];
+        return (kk & 1) ? v >> 4 : v & 15;
+    }
+    const int8_t *b = (const int8_t *)w->data + p * w->k * PANEL + g * GROUP * PANEL;
+    return b[kk * PANEL + c] + 128;
+}
+
+void vnni_pack(const packed_linear *w, uint8_t *dst) {
+    const int64_t np = (w->n + PANEL - 1) / PANEL, ng = w->k / GROUP;
+    const int64_t per_group = w->kind == W_INT4 ? GROUP * PANEL / 2 : GROUP * PANEL;
+#pragma omp parallel for schedule(static)
+    for (int64_t p = 0; p < np; p++)
+        for (int64_t g = 0; g < ng; g++) {
+            uint8_t *o = dst + (p * ng + g) * per_group;
+            for (int s = 0; s < GROUP / 4; s++)
+                for (int c = 0; c < PANEL; c++)
+                    for (int kk = 0; kk < 4; kk++) {
+                        const int q = stored_q(w, p, g, 4 * s + kk, c);
+                        if (w->kind == W_INT8) o[s * STEP_BYTES + c * 4 + kk] = (uint8_t)q;
+                        else if (s % 2 == 0) o[(s / 2) * STEP_BYTES + c * 4 + kk] = (uint8_t)q;
+                        else o[(s / 2) * STEP_BYTES + c * 4 + kk] |= (uint8_t)(q << 4);
+                    }
+        }
+}
+
+#ifdef HAVE_VNNI
+
+/* One linear call's activations in fixed point: digit planes [m][k] (dig[0] the least
+ * significant), and per (row, group) the scale, s * sum(X) and each plane's sum. */
+typedef struct {
+    int8_t *dig[MAX_DIGITS];
+    float *scale, *scaled_sum; /* s, and s * sum(X) (the int4 minimum's factor) */
+    int32_t *dsum;             /* [m][ng][MAX_DIGITS]: sum of each plane's digits (int8 weights' offset) */
+    int64_t k, ng;
+} fixed_rows;
+
+/* The largest |X| of `digits` balanced signed 8-bit digits whose top digit stays in [-127, 127]. */
+static float digit_limit(int digits) { return digits == 3 ? 8355711.f : digits == 2 ? 32639.f : 127.f; }
+
+static void quantize_row(const float *x, int64_t k, int digits, int8_t *const *dig, float *scale, float *scaled_sum,
+                         int32_t *dsum) {
+    const float limit = digit_limit(digits);
+    for (int64_t g = 0; g < k / GROUP; g++) {
+        const float *xg = x + g * GROUP;
+        const __m512 a = _mm512_loadu_ps(xg), b = _mm512_loadu_ps(xg + 16);
+        const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(a), _mm512_abs_ps(b)));
+        const float inv = amax > 0.f ? limit / amax : 0.f;
+        scale[g] = amax > 0.f ? amax / limit : 0.f;
+        const __m512 vi = _mm512_set1_ps(inv), vl = _mm512_set1_ps(limit);
+        __m512i xi[2];
+        for (int h = 0; h < 2; h++) { /* round to nearest even; clamp what rounding pushed past */
+            const __m512 v = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(h ? b : a, vi), _mm512_sub_ps(_mm512_setzero_ps(), vl)), vl);
+            xi[h] = _mm512_cvtps_epi32(v);
+        }
+        scaled_sum[g] = scale[g] * (float)_mm512_reduce_add_epi32(_mm512_add_epi32(xi[0], xi[1]));
+        __m512i plane_sum[MAX_DIGITS] = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512()};
+        for (int h = 0; h < 2; h++) {
+            __m512i rest = xi[h];
+            for (int i = 0; i < digits; i++) { /* d = ((X + 128) & 255) - 128, X = (X - d) / 256; the top digit is what is left */
+                const __m512i d = i == digits - 1 ? rest : _mm512_sub_epi32(
+                    _mm512_and_si512(_mm512_add_epi32(rest, _mm512_set1_epi32(128)), _mm512_set1_epi32(255)),
+                    _mm512_set1_epi32(128));
+                rest = _mm512_srai_epi32(_mm512_sub_epi32(rest, d), 8);
+                plane_sum[i] = _mm512_add_epi32(plane_sum[i], d);
+                _mm_storeu_si128((__m128i *)(dig[i] + g * GROUP + 16 * h), _mm512_cvtepi32_epi8(d));
+            }
+        }
+        for (int i = 0; i < MAX_DIGITS; i++) dsum[g * MAX_DIGITS + i] = _mm512_reduce_add_epi32(plane_sum[i]);
+    }
+}
+
+static inline int32_t word_at(const int8_t *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* The 64 weight bytes of step s (4 inputs x PANEL columns) of group g of panel pp: int4 from an
+ * unpacked buffer (one byte a weight) or straight from the packed nibbles, int8 as packed. */
+typedef struct {
+    const uint8_t *packed[2]; /* the panels' first group, in vnni layout */
+    const uint8_t *unpacked;  /* int4 unpacked: [group][step][2 panels][64], or NULL */
+    int64_t per_group;        /* packed bytes per (panel, group) */
+} weight_view;
+
+static inline __attribute__((always_inline)) void
+step_pair(const int kind, const int unpacked, const weight_view *wv, int pp, int64_t g, int s, __m512i *w0, __m512i *w1) {
+    if (kind == W_INT4 && unpacked) {
+        const uint8_t *u = wv->unpacked + ((g * (GROUP / 4) + s) * 2 + pp) * STEP_BYTES;
+        *w0 = _mm512_loadu_si512(u), *w1 = _mm512_loadu_si512(u + 2 * STEP_BYTES);
+    } else if (kind == W_INT4) {
+        const __m512i raw = _mm512_loadu_si512(wv->packed[pp] + g * wv->per_group + (s / 2) * STEP_BYTES);
+        const __m512i low = _mm512_set1_epi8(0x0F);
+        *w0 = _mm512_and_si512(raw, low), *w1 = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low);
+    } else {
+        const uint8_t *b = wv->packed[pp] + g * wv->per_group + s * STEP_BYTES;
+        *w0 = _mm512_loadu_si512(b), *w1 = _mm512_loadu_si512(b + STEP_BYTES);
+    }
+}
+
+/* The float value of one group's integer sums for one row and panel: sum_i 256^i * plane i's
+ * sum (int8 weights: less 128 * the plane's digits, the weights' offset), exact in int32 up to
+ * two digits, combined in float (rounded once, as float32 rounds any sum) with three. */
+static inline __attribute__((always_inline)) __m512
+group_value(const int kind, const int digits, __m512i *sums, const int32_t *dsum) {
+    if (kind == W_INT8)
+        for (int i = 0; i < digits; i++) sums[i] = _mm512_sub_epi32(sums[i], _mm512_set1_epi32(128 * dsum[i]));
+    if (digits == 1) return _mm512_cvtepi32_ps(sums[0]);
+    if (digits == 2) return _mm512_cvtepi32_ps(_mm512_add_epi32(_mm512_slli_epi32(sums[1], 8), sums[0]));
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[2]), _mm512_set1_ps(65536.f),
+                           _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[1]), _mm512_set1_ps(256.f), _mm512_cvtepi32_ps(sums[0])));
+}
+
+/* R rows x P panels over every group: integer sums per group in registers, turned into floats
+ * and added to float accumulators that stay in registers; then stored (bias, accumulate). */
+static inline __attribute__((always_inline)) void
+vnni_tile(const int kind, const int digits, const int unpacked, const int R, const int P, const packed_linear *w,
+          const weight_view *wv, int64_t p0, const fixed_rows *a, int64_t row0, float *out, int64_t ldo,
+          int accumulate) {
+    const int64_t ng = a->ng;
+    __m512 acc[VROWS][2];
+    for (int r = 0; r < R; r++)
+        for (int pp = 0; pp < P; pp++) acc[r][pp] = _mm512_setzero_ps();
+    for (int64_t g = 0; g < ng; g++) {
+        __m512i sums[VROWS][2][MAX_DIGITS];
+        for (int r = 0; r < R; r++)
+            for (int pp = 0; pp < P; pp++)
+                for (int i = 0; i < digits; i++) sums[r][pp][i] = _mm512_setzero_si512();
+        for (int s = 0; s < GROUP / 4; s += 2) { /* two steps of 4 inputs */
+            __m512i w0[2], w1[2];
+            for (int pp = 0; pp < P; pp++) step_pair(kind, unpacked, wv, pp, g, s, &w0[pp], &w1[pp]);
+            for (int r = 0; r < R; r++) {
+                const int64_t at = (row0 + r) * a->k + g * GROUP + 4 * s;
+                for (int i = 0; i < digits; i++) {
+                    const __m512i x0 = _mm512_set1_epi32(word_at(a->dig[i] + at)), x1 = _mm512_set1_epi32(word_at(a->dig[i] + at + 4));
+                    for (int pp = 0; pp < P; pp++)
+                        sums[r][pp][i] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(sums[r][pp][i], w0[pp], x0), w1[pp], x1);
+                }
+            }
+        }
+        for (int pp = 0; pp < P; pp++) {
+            const int64_t at = (p0 + pp) * ng + g;
+            const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w->scales + at * PANEL)));
+            const __m512 m = kind == W_INT4 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w->mins + at * PANEL)))
+                                            : _mm512_setzero_ps();
+            for (int r = 0; r < R; r++) {
+                const int64_t rg = (row0 + r) * ng + g;
+                const __m512 v = group_value(kind, digits, sums[r][pp], a->dsum + rg * MAX_DIGITS);
+                acc[r][pp] = _mm512_fmadd_ps(v, _mm512_mul_ps(d, _mm512_set1_ps(a->scale[rg])), acc[r][pp]);
+                if (kind == W_INT4) acc[r][pp] = _mm512_fmadd_ps(m, _mm512_set1_ps(a->scaled_sum[rg]), acc[r][pp]);
+            }
+        }
+    }
+    for (int pp = 0; pp < P; pp++) { /* 16 columns a vector, a ragged last panel masked */
+        const int64_t col0 = (p0 + pp) * PANEL, ncols = w->n - col0 < PANEL ? w->n - col0 : PANEL;
+        const __mmask16 mask = (__mmask16)((1u << ncols) - 1u);
+        const __m512 bias = w->bias ? _mm512_maskz_loadu_ps(mask, w->bias + col0) : _mm512_setzero_ps();
+        for (int r = 0; r < R; r++) {
+            float *o = out + (row0 + r) * ldo + col0;
+            __m512 v = _mm512_add_ps(acc[r][pp], bias);
+            if (accumulate) v = _mm512_add_ps(_mm512_maskz_loadu_ps(mask, o), v);
+            _mm512_mask_storeu_ps(o, mask, v);
+        }
+    }
+}
+
+#define TILE_CASE(K, D, U, RR, PP) vnni_tile(K, D, U, RR, PP, w, wv, p0, a, row0, out, ldo, accumulate)
+#define TILE_P(K, D, U, RR) do { if (P == 2) TILE_CASE(K, D, U, RR, 2); else TILE_CASE(K, D, U, RR, 1); } while (0)
+#define TILE_R(K, D, U)                                                                                         \
+    do {                                                                                                        \
+        switch (R) {                                                                                            \
+        case 4: TILE_P(K, D, U, 4); break;                                                                      \
+        case 3: TILE_P(K, D, U, 3); break;                                                                      \
+        case 2: TILE_P(K, D, U, 2); break;                                                                      \
+        default: TILE_P(K, D, U, 1); break;                                                                     \
+        }                                                                                                       \
+    } while (0)
+
+#define TILE_D(K, U)                                                                                            \
+    do {                                                                                                        \
+        if (w->digits == 3) TILE_R(K, 3, U);                                                                    \
+        else if (w->digits == 2) TILE_R(K, 2, U);                                                               \
+        else TILE_R(K, 1, U);                                                                                   \
+    } while (0)
+
+static void tile_dispatch(int R, int P, const packed_linear *w, const weight_view *wv, int64_t p0, const fixed_rows *a,
+                          int64_t row0, float *out, int64_t ldo, int accumulate) {
+    if (w->kind == W_INT4 && wv->unpacked != NULL) TILE_D(W_INT4, 1);
+    else if (w->kind == W_INT4) TILE_D(W_INT4, 0);
+    else TILE_D(W_INT8, 0);
+}
+
+/* Rows a register tile takes: the integer sums (digits x rows x 2 panels) and the float ones
+ * must fit the 32 registers. */
+static int tile_rows_for(int digits) { return digits == 3 ? 2 : digits == 2 ? 3 : VROWS; }
+
+/* int4 panels p0 .. p0 + P - 1 with one byte a weight: [group][step][2 panels][64]. */
+static void unpack_panels(const weight_view *wv, int P, int64_t ng, uint8_t *dst) {
+    const __m512i low = _mm512_set1_epi8(0x0F);
+    for (int64_t g = 0; g < ng; g++)
+        for (int t = 0; t < GROUP / 8; t++)
+            for (int pp = 0; pp < P; pp++) {
+                const __m512i raw = _mm512_loadu_si512(wv->packed[pp] + g * wv->per_group + t * STEP_BYTES);
+                uint8_t *o = dst + ((g * (GROUP / 4) + 2 * t) * 2 + pp) * STEP_BYTES;
+                _mm512_storeu_si512(o, _mm512_and_si512(raw, low));
+                _mm512_storeu_si512(o + 2 * STEP_BYTES, _mm512_and_si512(_mm512_srli_epi16(raw, 4), low));
+            }
+}
+
+/* rows (<= VROW_BLOCK) rows from row0 of panels p0 .. p0 + P - 1, written to out (its row 0 is
+ * the block's first row). Above a few rows, int4 weights are unpacked once for all the tiles. */
+static void vnni_rows(const packed_linear *w, int64_t p0, int P, const fixed_rows *a, int64_t row0, int rows,
+                      float *out, int64_t ldo, int accumulate, uint8_t *unpack_buf) {
+    const int64_t ng = w->k / GROUP;
+    weight_view wv = {{NULL, NULL}, NULL, w->kind == W_INT4 ? GROUP * PANEL / 2 : GROUP * PANEL};
+    for (int pp = 0; pp < P; pp++) wv.packed[pp] = w->vnni + (p0 + pp) * ng * wv.per_group;
+    const int tile_rows = tile_rows_for(w->digits);
+    if (w->kind == W_INT4 && rows > tile_rows) {
+        unpack_panels(&wv, P, ng, unpack_buf);
+        wv.unpacked = unpack_buf;
+    }
+    for (int r0 = 0; r0 < rows; r0 += tile_rows) {
+        const int R = rows - r0 < tile_rows ? rows - r0 : tile_rows;
+        tile_dispatch(R, P, w, &wv, p0, a, row0 + r0, out - row0 * ldo, ldo, accumulate);
+    }
+}
+
+void linear_vnni(const packed_linear *w, const float *x, int64_t m, int64_t ldx, float *out, int64_t ldo,
+                 int accumulate) {
+    const int64_t k = w->k, ng = k / GROUP, np = (w->n + PANEL - 1) / PANEL, npairs = (np + 1) / 2;
+    const int64_t nrb = (m + VROW_BLOCK - 1) / VROW_BLOCK, items = nrb * npairs;
+    const int digits = w->digits;
+    fixed_rows a = {{NULL, NULL, NULL}, malloc(sizeof(float) * (size_t)(m * ng)), malloc(sizeof(float) * (size_t)(m * ng)),
+                    malloc(sizeof(int32_t) * (size_t)(m * ng * MAX_DIGITS)), k, ng};
+    for (int i = 0; i < digits; i++) a.dig[i] = malloc((size_t)(m * k));
+#pragma omp parallel if (items > 1)
+    {
+#pragma omp for schedule(static)
+        for (int64_t r = 0; r < m; r++)
+        {
+            int8_t *dig[MAX_DIGITS] = {NULL, NULL, NULL};
+            for (int i = 0; i < digits; i++) dig[i] = a.dig[i] + r * k;
+            quantize_row(x + r * ldx, k, digits, dig, a.scale + r * ng, a.scaled_sum + r * ng, a.dsum + r * ng * MAX_DIGITS);
+        }
+#ifdef _OPENMP
+        const int64_t chunk = (npairs + omp_get_num_threads() - 1) / omp_get_num_threads();
+#else
+        const int64_t chunk = npairs;
+#endif
+        uint8_t *unpack_buf = m > 1 ? malloc((size_t)(ng * GROUP * 2 * PANEL)) : NULL;
+#pragma omp for schedule(static, chunk)
+        for (int64_t t = 0; t < items; t++) {
+            const int64_t rb = t / npairs, p0 = 2 * (t % npairs);
+            const int64_t r0 = rb * VROW_BLOCK, rows = m - r0 < VROW_BLOCK ? m - r0 : VROW_BLOCK;
+            vnni_rows(w, p0, p0 + 1 < np ? 2 : 1, &a, r0, (int)rows, out + r0 * ldo, ldo, accumulate, unpack_buf);
+        }
+        free(unpack_buf);
+    }
+    for (int i = 0; i < MAX_DIGITS; i++) free(a.dig[i]);
+    free(a.scale), free(a.scaled_sum), free(a.dsum);
+}
+
+#else
+
+void linear_vnni(const packed_linear *w, const float *x, int64_t m, int64_t ldx, float *out, int64_t ldo,
+                 int accumulate) {
+    (void)w, (void)x, (void)m, (void)ldx, (void)out, (void)ldo, (void)accumulate; /* never called: vnni_supported() is 0 */
+}
+
+#endif
