@@ -4,8 +4,9 @@ Pure Python. Running requests are served first (decodes and unfinished prefill c
 waiting requests are admitted FCFS while the budget, `max_num_seqs` and the block pool
 allow. While any request is decoding, prompt tokens (chunks and admissions) get at most
 `max_prefill_tokens_while_decoding` of a step, so that a long prefill never holds every
-decoding stream for a whole large step; with nobody decoding they get the whole budget. When blocks run out, the most recently admitted running request is preempted by
-recompute: its blocks are freed and it goes back to the front of the queue.
+decoding stream for a whole large step; with nobody decoding they get the whole budget.
+When blocks run out, the most recently admitted running request is preempted by recompute:
+its blocks are freed and it goes back to the front of the queue.
 A decoding request's draft tokens (speculative decoding) are scheduled after its last known
 token when the budget and the pool allow, else dropped for the step; after the step the
 rejected ones are taken back out of its computed tokens.
