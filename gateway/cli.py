@@ -25,6 +25,8 @@ def _engine_config(args: argparse.Namespace):
     from engine.hardware import usable_cores
 
     num_threads = args.num_threads
+    if num_threads is None and args.data_parallel_backend == "ray" and (args.device or "cpu") == "cpu":
+        num_threads = 1  # a Ray replica asks Ray for this many CPUs: say --num-threads to give it more
     if num_threads is None and (args.device or "cpu") == "cpu" and args.data_parallel_size > 1:
         num_threads = max(1, usable_cores() // args.data_parallel_size)  # one core set per engine
     config = EngineConfig(
@@ -76,19 +78,53 @@ def _embedding_config(args: argparse.Namespace):
     return config
 
 
+def _scale_out(args: argparse.Namespace, config):
+    """The routing config and the autoscaling policy (None: a fixed number of replicas)."""
+    from gateway.engine_pool import ScalingPolicy
+    from gateway.routing import RoutingConfig
+
+    routing = RoutingConfig(policy=args.routing, block_size=config.block_size,
+                            load_margin_tokens=args.routing_load_margin)  # fmt: skip
+    low = args.min_replicas if args.min_replicas is not None else args.data_parallel_size
+    high = args.max_replicas if args.max_replicas is not None else max(low, args.data_parallel_size)
+    if not low <= args.data_parallel_size <= high:
+        raise ValueError("--data-parallel-size (the replicas at start) must lie within --min-replicas and --max-replicas")
+    scaling = None
+    if high > low:
+        scaling = ScalingPolicy(min_replicas=low, max_replicas=high, scale_up_wait_s=args.scale_up_wait_s,
+                                scale_down_idle_s=args.scale_down_idle_s)  # fmt: skip
+    return routing, scaling
+
+
 def _starters(args: argparse.Namespace, config, embedding_config):
     from engine import AsyncLLM
 
     from gateway.engine_pool import EnginePool, PoolLimits
 
+    routing, scaling = _scale_out(args, config)
+
     async def factory(index: int):
         return await AsyncLLM.start(config, in_process=args.in_process)
 
+    if args.data_parallel_backend == "ray":
+        try:
+            from engine import ray_client
+        except ImportError as exc:
+            raise ValueError(f"--data-parallel-backend ray needs Ray: pip install '.[ray]' ({exc})") from None
+
+        async def factory(index: int):  # noqa: F811 - the Ray replica instead of the local core
+            return await ray_client.RayEngine.start(config)
+
     async def start_pool() -> EnginePool:
-        print(f"Loading {args.model or 'the default model'} on {args.data_parallel_size} engine core(s)...", flush=True)
+        where = "Ray replica(s)" if args.data_parallel_backend == "ray" else "engine core(s)"
+        print(f"Loading {args.model or 'the default model'} on {args.data_parallel_size} {where}...", flush=True)
+        if args.data_parallel_backend == "ray":
+            resources = await asyncio.to_thread(ray_client.connect, args.ray_address)
+            print(f"Ray cluster: {resources.get('CPU', 0):g} CPUs, {resources.get('GPU', 0):g} GPUs", flush=True)
         max_queued = args.data_parallel_size * args.max_num_seqs + args.max_waiting
         limits = PoolLimits(request_timeout_s=args.request_timeout, heartbeat_timeout_s=args.engine_heartbeat_timeout)
-        return await EnginePool.start(factory, args.data_parallel_size, max_queued=max_queued, limits=limits)
+        return await EnginePool.start(factory, args.data_parallel_size, max_queued=max_queued, limits=limits,
+                                      routing=routing, scaling=scaling, max_queued_per_replica=args.max_num_seqs)
 
     if embedding_config is None:
         return start_pool, None
@@ -105,6 +141,13 @@ def _settings(args: argparse.Namespace) -> tuple[GatewaySettings, TlsSettings]:
     """Raises ValueError naming the flag at fault."""
     if args.data_parallel_size < 1:
         raise ValueError("--data-parallel-size must be >= 1")
+    if args.ray_address is not None and args.data_parallel_backend != "ray":
+        raise ValueError("--ray-address needs --data-parallel-backend ray")
+    if args.routing_load_margin < 0:
+        raise ValueError("--routing-load-margin must be >= 0")
+    for flag in ("min_replicas", "max_replicas"):
+        if getattr(args, flag) is not None and getattr(args, flag) < 1:
+            raise ValueError(f"--{flag.replace('_', '-')} must be >= 1")
     if args.response_store_max_mb <= 0 or args.response_store_max_age_days < 0:
         raise ValueError("--response-store-max-mb must be > 0 and --response-store-max-age-days >= 0")
     for flag in ("max_connections", "body_read_timeout", "request_timeout", "max_url_bytes", "max_header_bytes",
@@ -138,6 +181,7 @@ def serve(args: argparse.Namespace) -> int:
         settings, tls = _settings(args)
         ssl_context = tls.server_context()
         config, embedding_config = _engine_config(args), _embedding_config(args)
+        start_pool, start_embedder = _starters(args, config, embedding_config)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -150,7 +194,6 @@ def serve(args: argparse.Namespace) -> int:
         print(f"Serving model {services.model_name} (max_model_len {info.max_model_len}, "
               f"{services.pool.size} engine core(s){embedding}) at {scheme}://{args.host}:{args.port}/v1", flush=True)
 
-    start_pool, start_embedder = _starters(args, config, embedding_config)
     app = create_app(settings, start_pool, start_embedder=start_embedder, on_ready=on_ready)
     limits = HttpLimits(max_url_bytes=args.max_url_bytes, max_header_bytes=args.max_header_bytes,
                         max_headers=args.max_headers, max_connections=args.max_connections,

@@ -117,6 +117,30 @@ def _engine_flags(serve: argparse.ArgumentParser) -> None:
                             "what is left after a profiling step (default 0.9; --num-kv-blocks overrides)")
 
 
+def _scale_out_flags(serve: argparse.ArgumentParser) -> None:
+    group = serve.add_argument_group("scale-out (replicas, routing, autoscaling; docs/scale-out.md)")
+    group.add_argument("--data-parallel-backend", default="mp", choices=["mp", "ray"],
+                       help="mp (default): engine cores as local processes; ray: engine replicas as Ray actors "
+                            "placed anywhere in the Ray cluster (pip install '.[ray]')")
+    group.add_argument("--ray-address", default=None, metavar="auto|HOST:PORT",
+                       help="the Ray cluster to join (auto: the one `ray start` runs on this machine); default: "
+                            "start a local Ray instance for this gateway")
+    group.add_argument("--routing", default="prefix", choices=["prefix", "least-loaded", "round-robin"],
+                       help="prefix (default): the replica that was sent the prompt's first KV blocks, unless its "
+                            "load exceeds the least loaded one's by --routing-load-margin; least-loaded; round-robin")
+    group.add_argument("--routing-load-margin", type=int, default=2048, metavar="TOKENS",
+                       help="tokens in flight (prompt + generated) by which a prefix's replica may exceed the least "
+                            "loaded one before requests go to the least loaded instead")
+    group.add_argument("--min-replicas", type=int, default=None,
+                       help="autoscaling: fewest replicas (default: --data-parallel-size; autoscaling is on when "
+                            "--max-replicas exceeds it)")
+    group.add_argument("--max-replicas", type=int, default=None, help="autoscaling: most replicas")
+    group.add_argument("--scale-up-wait-s", type=float, default=2.0,
+                       help="a replica is added while a request has waited this long for its first token")
+    group.add_argument("--scale-down-idle-s", type=float, default=60.0,
+                       help="a replica with nothing in flight this long is removed (down to --min-replicas)")
+
+
 def _num_speculative_tokens(value: str) -> int | None:
     if value == "auto":
         return None
@@ -154,6 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="start the HTTP server over the built-in engine")
     _engine_flags(serve)
+    _scale_out_flags(serve)
     _speculative_flags(serve)
     _server_flags(serve)
     _output_flags(serve)

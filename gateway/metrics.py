@@ -38,6 +38,22 @@ class GatewayMetrics:
         self.engines_alive = Gauge("gateway_engines_alive", "Engine cores alive", registry=reg)
         self.engine_restarts = Gauge("gateway_engine_restarts", "Engine cores restarted", registry=reg)
         self.engine_resident = Gauge("gateway_engine_resident_bytes", "Resident memory of the engine cores", registry=reg)
+        replica = ["replica", "node"]
+        self.replica_up = Gauge("gateway_replica_up", "1 while the replica serves, 0 dead/restarting/draining",
+                                replica, registry=reg)  # fmt: skip
+        self.replica_running = Gauge("gateway_replica_num_requests_running", "Requests running", replica, registry=reg)
+        self.replica_waiting = Gauge("gateway_replica_num_requests_waiting", "Requests waiting", replica, registry=reg)
+        self.replica_kv_usage = Gauge("gateway_replica_kv_cache_usage_ratio", "KV blocks in use", replica, registry=reg)
+        self.replica_hit_rate = Gauge("gateway_replica_prefix_cache_hit_rate", "Prefix cache hits / queries",
+                                      replica, registry=reg)  # fmt: skip
+        self.replica_load = Gauge("gateway_replica_load_tokens", "Tokens in flight (routing's load)", replica,
+                                  registry=reg)  # fmt: skip
+        self.replicas = Gauge("gateway_replicas", "Engine replicas (autoscaling moves this)", registry=reg)
+        self.failovers = Gauge("gateway_failovers", "Requests re-routed after their replica died before their "
+                               "first token", registry=reg)  # fmt: skip
+        self.scale_events = Gauge("gateway_scale_events", "Replicas added / removed by autoscaling", ["direction"],
+                                  registry=reg)  # fmt: skip
+        self.routing = Gauge("gateway_routing_decisions", "Routing decisions by reason", ["reason"], registry=reg)
         self.spec_drafts = Gauge("gateway_spec_decode_num_draft_tokens", "Speculative draft tokens verified", registry=reg)
         self.spec_accepted = Gauge("gateway_spec_decode_num_accepted_tokens", "Speculative draft tokens accepted", registry=reg)
         self.spec_rate = Gauge("gateway_spec_decode_acceptance_rate", "Accepted / verified draft tokens", registry=reg)
@@ -58,12 +74,35 @@ class GatewayMetrics:
         self.engines_alive.set(pool.num_alive)
         self.engine_restarts.set(pool.num_restarts)
         self.engine_resident.set(stats.resident_bytes)
+        if hasattr(pool, "replicas"):  # (the unit tests' stand-in pools have no fleet)
+            self._render_fleet(pool)
         self.spec_drafts.set(stats.spec_num_draft_tokens)
         self.spec_accepted.set(stats.spec_num_accepted_tokens)
         drafts, rounds = stats.spec_num_draft_tokens, stats.spec_num_rounds
         self.spec_rate.set(stats.spec_num_accepted_tokens / drafts if drafts else 0.0)
         self.spec_length.set(1.0 + stats.spec_num_accepted_tokens / rounds if rounds else 0.0)
         return generate_latest(self.registry)
+
+
+    def _render_fleet(self, pool: EnginePool) -> None:
+        gauges = (self.replica_up, self.replica_running, self.replica_waiting, self.replica_kv_usage,
+                  self.replica_hit_rate, self.replica_load)  # fmt: skip
+        for gauge in gauges:
+            gauge.clear()  # replicas come and go (autoscaling, a replacement on another node)
+        for row in pool.replicas():
+            labels = (str(row["replica"]), row["node"])
+            self.replica_up.labels(*labels).set(1.0 if row["state"] == "ok" else 0.0)
+            self.replica_running.labels(*labels).set(row["running"])
+            self.replica_waiting.labels(*labels).set(row["waiting"])
+            self.replica_kv_usage.labels(*labels).set(row["kv_usage"])
+            self.replica_hit_rate.labels(*labels).set(row["prefix_hit_rate"])
+            self.replica_load.labels(*labels).set(row["load_tokens"])
+        self.replicas.set(pool.size)
+        self.failovers.set(pool.num_failovers)
+        self.scale_events.labels("up").set(pool.num_scale_ups)
+        self.scale_events.labels("down").set(pool.num_scale_downs)
+        for reason, count in pool.router.decisions.items():
+            self.routing.labels(reason).set(count)
 
 
 class TokenTimer:

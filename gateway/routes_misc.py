@@ -10,7 +10,7 @@ from gateway.generation import check_model, read_body
 from gateway.metrics import CONTENT_TYPE
 from gateway.state import SERVICES, Services
 from schemas.openai import DetokenizeRequest, ModelCard, ModelList, TokenizeRequest
-from schemas.openai_server import DetokenizeResponse, HealthResponse, TokenizeResponse
+from schemas.openai_server import DetokenizeResponse, HealthResponse, ReplicaHealth, TokenizeResponse
 
 _ENCODER = msgspec.json.Encoder()
 
@@ -56,8 +56,10 @@ async def health(request: web.Request) -> web.Response:
     embedding = None
     if services.embedder is not None:
         embedding = "ok" if services.embedder.is_alive else "unavailable"
+    replicas = [ReplicaHealth(**row) for row in pool.replicas()]
     body = HealthResponse(status="ok" if status == 200 else "unavailable", engines_alive=pool.num_alive,
-                          engines=pool.size, embedding=embedding)  # fmt: skip
+                          engines=pool.size, embedding=embedding, replicas=replicas,
+                          scaling=pool.scaling_problem)  # fmt: skip
     return _json(body, status)
 
 

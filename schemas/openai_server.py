@@ -5,11 +5,30 @@ from __future__ import annotations
 import msgspec
 
 
+class ReplicaHealth(msgspec.Struct, kw_only=True):
+    """One engine replica (a local core or a Ray actor) as /health shows it."""
+
+    replica: int
+    node: str  # "local", or the Ray node's address/id where the actor runs
+    state: str  # "ok" | "dead" | "restarting" | "draining"
+    inflight: int
+    load_tokens: int  # prompt + generated tokens of its requests in flight (what routing compares)
+    running: int
+    waiting: int
+    kv_usage: float
+    num_free_blocks: int
+    num_total_blocks: int
+    prefix_hit_rate: float
+    failovers: int  # requests moved to another replica after this one died before their first token
+
+
 class HealthResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     status: str  # "ok" or "unavailable"
     engines_alive: int
     engines: int
     embedding: str | None = None  # "ok" / "unavailable"; absent when no embedding model is served
+    replicas: list[ReplicaHealth] | None = None
+    scaling: str | None = None  # the last reason autoscaling could not add a replica (absent when none)
 
 
 class TokenizeResponse(msgspec.Struct, kw_only=True):
