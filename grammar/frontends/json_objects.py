@@ -85,40 +85,49 @@ def object_node(sc: SchemaCompiler, schema: dict[str, Any], where: str) -> Node:
         member_names.append(name)
     extra = extra_member(sc, patterns, extra_schema, names + [f for f in forbid if f not in names], where, name_lang)
     comma = seq(ws, lit(","), ws)
+    lead = None if ws is EMPTY else ws  # the whitespace after `{`, on the first member's edge (see below)
     if rule:
         for key in ("minProperties", "maxProperties"):
             if key in schema:
                 raise GrammarError(f"{where}/{key}: not supported together with dependencies or a oneOf of required")
         check_declared(rule, names, extra is not None, where)
-        body = presence_graph(members, member_names, extra, comma, rule, where, ws)
+        body = presence_graph(members, member_names, extra, comma, rule, where, ws, lead)
     elif not members and extra is not None and ("minProperties" in schema or "maxProperties" in schema):
-        body = _counted(extra, comma, _count(schema, "minProperties", where) or 0, _count(schema, "maxProperties", where))
+        body = _counted(extra, comma, _count(schema, "minProperties", where) or 0, _count(schema, "maxProperties", where),
+                        ws)
     else:
         lo, hi = _count(schema, "minProperties", where) or 0, _count(schema, "maxProperties", where)
         num_required = sum(1 for _, req in members if req)
         if lo <= num_required and (hi is None or (extra is None and hi >= len(members))):
             # the counts follow from the properties
-            body = (any_order_graph(members, extra, comma, ws, sc.order_budget) if sc.property_order == "any" and len(members) > 1
-                    else None) or _members_graph(members, extra, comma)
+            body = (any_order_graph(members, extra, comma, ws, sc.order_budget, lead)
+                    if sc.property_order == "any" and len(members) > 1 else None) or _members_graph(members, extra, comma, lead)
         else:
-            body = _counted_members_graph(members, extra, comma, lo, hi, where, ws)
-    return seq(lit("{"), ws, body, ws, lit("}")) if not is_nothing(body) else NOTHING
+            body = _counted_members_graph(members, extra, comma, lo, hi, where, ws, lead)
+    # The whitespace after `{` leads the first member (inside the body), so that an empty object is
+    # `{ ws }`, not `{ ws ws }`: two free whitespace runs one after the other made a DFA state per
+    # pair of counts (49 states for one gap of up to 24 bytes, at every object and array that may be
+    # empty), each built cold by a mask fill (issue 39). The same language but for an empty object of
+    # 25-48 whitespace bytes, past the bound of one gap.
+    return seq(lit("{"), body, ws, lit("}")) if not is_nothing(body) else NOTHING
 
 
-def _counted(member: Node, comma: Node, lo: int, hi: int | None) -> Node:
-    """lo..hi comma-separated members (a dictionary-like object under min/maxProperties)."""
+def _counted(member: Node, comma: Node, lo: int, hi: int | None, lead: Node = EMPTY) -> Node:
+    """lo..hi comma-separated members (a dictionary-like object under min/maxProperties), the
+    first after `lead`."""
     if hi is not None and hi < lo:
         return NOTHING
     if hi == 0:
         return EMPTY
     more = Repeat(seq(comma, member), max(lo - 1, 0), None if hi is None else hi - 1)
-    some = seq(member, more)
+    some = seq(lead, member, more)
     return some if lo > 0 else alt(EMPTY, some)
 
 
-def _members_graph(members: list[tuple[Node, bool]], extra: Node | None, comma: Node) -> Node:
+def _members_graph(members: list[tuple[Node, bool]], extra: Node | None, comma: Node, lead: Node | None = None) -> Node:
     """States first_i / rest_i: at member i with nothing / something emitted so far; pre_i
-    is shared by both so that each member's value is built once."""
+    is shared by both so that each member's value is built once. The first member comes after
+    `lead` (the whitespace after `{`), the others after a comma."""
     n = len(members)
     first = list(range(n + 1))
     rest = [n + 1 + i for i in range(n + 1)]
@@ -126,19 +135,19 @@ def _members_graph(members: list[tuple[Node, bool]], extra: Node | None, comma: 
     end = 3 * n + 3
     edges: list[tuple[int, int, Node | None]] = []
     for i, (member, req) in enumerate(members):
-        edges += [(first[i], pre[i], None), (rest[i], pre[i], comma), (pre[i], rest[i + 1], member)]
+        edges += [(first[i], pre[i], lead), (rest[i], pre[i], comma), (pre[i], rest[i + 1], member)]
         if not req:
             edges.append((first[i], first[i + 1], None))
             edges.append((rest[i], rest[i + 1], None))
     edges.append((first[n], end, None))
     edges.append((rest[n], end, None))
     if extra is not None:
-        edges += [(first[n], pre[n], None), (rest[n], pre[n], comma), (pre[n], rest[n], extra)]
+        edges += [(first[n], pre[n], lead), (rest[n], pre[n], comma), (pre[n], rest[n], extra)]
     return Graph(3 * n + 4, tuple(edges), (end,))
 
 
 def _counted_members_graph(members: list[tuple[Node, bool]], extra: Node | None, comma: Node, lo: int,
-                           hi: int | None, where: str, ws: Node) -> Node:
+                           hi: int | None, where: str, ws: Node, lead: Node | None = None) -> Node:
     """`_members_graph` that also counts the members emitted, for min/maxProperties beside
     declared properties: state (i, c) is at member i with c emitted (saturating at `lo` when
     there is no maximum). Each member is built once per count, so the counts are bounded."""
@@ -165,7 +174,7 @@ def _counted_members_graph(members: list[tuple[Node, bool]], extra: Node | None,
         for c in range(width):
             if member is not None and (hi is None or c < hi):
                 nxt = min(c + 1, top)
-                edges.append((at(i, c), pre(i, c), comma if c else None))
+                edges.append((at(i, c), pre(i, c), comma if c else lead))
                 edges.append((pre(i, c), at(i + 1, nxt) if i < n else at(n, nxt), member))
             if i < n and not req:
                 edges.append((at(i, c), at(i + 1, c), None))
@@ -209,24 +218,24 @@ def array_node(sc: SchemaCompiler, schema: dict[str, Any], where: str) -> Node:
             return NOTHING
         n = lo - k - (k == 0)
         counted = Repeat(seq(comma, rest), n, n) if n else EMPTY
-        body = seq(counted, tail) if k else seq(rest, counted, tail)
+        body = seq(counted, tail) if k else seq(sc.ws, rest, counted, tail)
     for i in range(k - 1, -1, -1):
         check_time_limit()
         element = elements[i]
         if is_nothing(element) or (hi is not None and i >= hi):
             body = EMPTY if i >= lo else NOTHING
             continue
-        step = seq(element, body) if i == 0 else seq(comma, element, body)
+        step = seq(sc.ws, element, body) if i == 0 else seq(comma, element, body)
         body = alt(EMPTY, step) if i >= lo else step
         if is_nothing(body):
             break
     if start == 0:
         if is_nothing(rest) or hi == 0:
             body = EMPTY
-        elif hi is None:  # rest built once: 0 -rest-> 1 -comma-> 2 -eps-> 0
-            body = Graph(4, ((0, 3, None), (3, 1, rest), (1, 2, comma), (2, 3, None)), (0, 1))
+        elif hi is None:  # rest built once: 0 -ws-> 3 -rest-> 1 -comma-> 2 -eps-> 3
+            body = Graph(4, ((0, 3, None if sc.ws is EMPTY else sc.ws), (3, 1, rest), (1, 2, comma), (2, 3, None)), (0, 1))
         else:
-            body = opt(seq(rest, Repeat(seq(comma, rest), 0, hi - 1)))
+            body = opt(seq(sc.ws, rest, Repeat(seq(comma, rest), 0, hi - 1)))
     if is_nothing(body):
         return NOTHING
-    return seq(lit("["), sc.ws, body, sc.ws, lit("]"))
+    return seq(lit("["), body, sc.ws, lit("]"))  # the whitespace after `[` leads the first element, as in objects

@@ -29,12 +29,12 @@ def check_property_order(order: str) -> str:
 
 
 def any_order_graph(members: list[tuple[Node, bool]], extra: Node | None, comma: Node, ws: Node,
-                    budget: list[int]) -> Node | None:
+                    budget: list[int], lead: Node | None = None) -> Node | None:
     """Members in any order, each at most once, every required one present; None when its copies
     of members would take more than what is left of `budget` (the schema's, one int, spent here;
     the caller keeps declared order). State s < 2**n: the set s written (s == 0: nothing yet);
     state 2**n: no declared member yet but an extra one; then one `pre` state per state (after
-    its comma), and the end."""
+    its comma, or after `lead` from the empty set), and the end."""
     n = len(members)
     if n > MAX_ANY_ORDER_MEMBERS:
         return None
@@ -52,7 +52,7 @@ def any_order_graph(members: list[tuple[Node, bool]], extra: Node | None, comma:
     for state in range(full + 1):
         written = 0 if state == some_extra else state
         pre = pre_base + state
-        edges.append((state, pre, comma if state != 0 else None))
+        edges.append((state, pre, comma if state != 0 else lead))
         for i, (member, _) in enumerate(members):
             if not written >> i & 1:
                 edges.append((pre, written | 1 << i, member))

@@ -87,12 +87,12 @@ def check_declared(rule: Presence, names: list[str], extra_allowed: bool, where:
 
 
 def presence_graph(members: list[tuple[Node, bool]], names: list[str], extra: Node | None, comma: Node,
-                   rule: Presence, where: str, ws: Node) -> Node:
+                   rule: Presence, where: str, ws: Node, lead: Node | None = None) -> Node:
     """Members in declared order (then extra ones) where the present set must satisfy `rule`.
 
     State ("at", i, S, some): at member i, S the involved properties emitted, `some` whether
-    any member was (for the comma); ("pre", i, S) is shared by both `some`, so a member is
-    built once per S."""
+    any member was (for the comma; the first member comes after `lead`); ("pre", i, S) is shared
+    by both `some`, so a member is built once per S."""
     involved = rule.involved()
     if len(involved) > MAX_INVOLVED:
         raise GrammarError(f"{where}: rules on which properties are present mention {len(involved)} properties "
@@ -119,13 +119,13 @@ def presence_graph(members: list[tuple[Node, bool]], names: list[str], extra: No
         elif state[0] == "at":
             _, i, present, some = state
             if i < n:
-                add(state, ("pre", i, present), comma if some else None)
+                add(state, ("pre", i, present), comma if some else lead)
                 if not members[i][1]:
                     add(state, ("at", i + 1, present, some), None)
             elif rule.holds(present):
                 add(state, ("end",), None)
                 if extra is not None:
-                    add(state, ("pre_extra",), comma if some else None)
+                    add(state, ("pre_extra",), comma if some else lead)
         elif state == ("pre_extra",):
             add(state, ("rest_extra",), extra)
         elif state == ("rest_extra",):

@@ -276,7 +276,9 @@ def _any_value(mode: str) -> Node:
     key = quoted(star(char))
     member = seq(key, ws, lit(":"), ws, value)
     comma = seq(ws, lit(","), ws)
-    obj = seq(lit("{"), ws, opt(seq(member, star(seq(comma, member)))), ws, lit("}"))
-    arr = seq(lit("["), ws, opt(seq(value, star(seq(comma, value)))), ws, lit("]"))
+    # the whitespace after `{` / `[` leads the first member (an empty one is `{ ws }`, not `{ ws ws }`:
+    # grammar/frontends/json_objects.py object_node)
+    obj = seq(lit("{"), opt(seq(ws, member, star(seq(comma, member)))), ws, lit("}"))
+    arr = seq(lit("["), opt(seq(ws, value, star(seq(comma, value)))), ws, lit("]"))
     scalars = alt(lit("null"), lit("true"), lit("false"), number_node(None, None, None), quoted(star(char)))
     return alt(scalars, obj, arr)
