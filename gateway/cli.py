@@ -204,6 +204,9 @@ def serve(args: argparse.Namespace) -> int:
     except (ValueError, RuntimeError, OSError) as exc:  # a bad model, a core that cannot start, a busy port
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    finally:
+        if args.data_parallel_backend == "ray" and "ray" in sys.modules:
+            sys.modules["ray"].shutdown()  # the local Ray it started stops (a joined cluster stays up)
     print("Gateway stopped.", flush=True)
     return 0
 

@@ -46,7 +46,9 @@ async def _first_content(resp) -> str:
     """Reads SSE events until one carries text (the client has received a token)."""
     buffer = b""
     while True:
-        buffer += await resp.content.readany()
+        data = await resp.content.readany()
+        assert data, "the stream ended before any text"
+        buffer += data
         for raw in buffer.split(b"\n\n")[:-1]:
             event = json.loads(raw[len(b"data: "):])
             if event["choices"] and event["choices"][0]["delta"].get("content"):
