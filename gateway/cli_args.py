@@ -129,8 +129,8 @@ def _scale_out_flags(serve: argparse.ArgumentParser) -> None:
                        help="prefix (default): the replica that was sent the prompt's first KV blocks, unless its "
                             "load exceeds the least loaded one's by --routing-load-margin; least-loaded; round-robin")
     group.add_argument("--routing-load-margin", type=int, default=2048, metavar="TOKENS",
-                       help="tokens in flight (prompt + generated) by which a prefix's replica may exceed the least "
-                            "loaded one before requests go to the least loaded instead")
+                       help="tokens in flight (uncached prompt + generated) by which a prefix's replica may exceed "
+                            "the least loaded one before requests go to the least loaded instead")
     group.add_argument("--min-replicas", type=int, default=None,
                        help="autoscaling: fewest replicas (default: --data-parallel-size; autoscaling is on when "
                             "--max-replicas exceeds it)")

@@ -74,7 +74,7 @@ class _Slot:
     llm: EngineClient
     restarting: bool = False
     draining: bool = False  # being removed: takes no new request, finishes its streams
-    load_tokens: int = 0  # prompt + generated tokens of its requests in flight (the router's load)
+    load_tokens: int = 0  # uncached prompt + generated tokens of its requests in flight (the router's load)
     idle_since: float = field(default_factory=time.monotonic)
     num_failovers: int = 0  # requests re-routed away from it after it died
 
@@ -299,7 +299,8 @@ class EnginePool:
             by_index = {slot.index: slot for slot in alive}
             choice = self.router.choose({slot.index: slot.load_tokens for slot in alive}, hashes)
             slot = by_index[choice.key]
-            load = len(prompt_token_ids)
+            # the tokens it will compute: its prefix cache holds the matched blocks (a hit costs little)
+            load = max(1, len(prompt_token_ids) - choice.matched_blocks * self.router.config.block_size)
             slot.load_tokens += load
             try:
                 inner = await slot.llm.submit(request_id, prompt_token_ids, params)

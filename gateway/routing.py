@@ -3,10 +3,11 @@
 Prefix routing hashes the prompt's first full KV blocks with the engine's own chained block hash
 (`engine.kv_cache.hash_block`, the hash the prefix cache keys its blocks by), remembers which
 replica each hash was last sent to, and sends a request to the replica holding the longest run of
-its leading blocks, unless that replica's load (tokens of its requests in flight: prompt plus
-generated) exceeds the least loaded one's by more than `load_margin_tokens`; then, and for a prompt
-no replica holds, to the least loaded one (among equally loaded ones, the one remembering the fewest
-blocks, so that an idle fleet spreads new prefixes).
+its leading blocks, unless that replica's load (tokens of its requests in flight: the prompt tokens
+its cache did not hold, plus those generated) exceeds the least loaded one's by more than
+`load_margin_tokens`; then, and for a prompt no replica holds, to the least loaded one (among
+equally loaded ones, the one remembering the fewest blocks, so that an idle fleet spreads new
+prefixes).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ class ReplicaHealth(msgspec.Struct, kw_only=True):
     node: str  # "local", or the Ray node's address/id where the actor runs
     state: str  # "ok" | "dead" | "restarting" | "draining"
     inflight: int
-    load_tokens: int  # prompt + generated tokens of its requests in flight (what routing compares)
+    load_tokens: int  # uncached prompt + generated tokens of its requests in flight (what routing compares)
     running: int
     waiting: int
     kv_usage: float
