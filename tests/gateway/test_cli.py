@@ -49,6 +49,11 @@ def test_defaults():
     (["--num-speculative-tokens", "0", "--speculative", "ngram"], "num_speculative_tokens must be in [1, 64]"),
     (["--draft-model", "/x"], "draft_model needs speculative 'draft' or 'tli'"),
     (["--idle-connection-timeout", "0"], "--idle-connection-timeout must be > 0"),
+    (["--ray-address", "auto"], "--ray-address needs --data-parallel-backend ray"),
+    (["--min-replicas", "3"], "must lie within --min-replicas and --max-replicas"),
+    (["--max-replicas", "0"], "--max-replicas must be >= 1"),
+    (["--max-replicas", "4", "--scale-up-wait-s", "0"], "--scale-up-wait-s and --scale-down-idle-s must be > 0"),
+    (["--routing-load-margin", "-1"], "--routing-load-margin must be >= 0"),
 ])  # fmt: skip
 def test_bad_flags_exit_2_before_loading(argv, message, capsys):
     assert cli.main(["serve", *argv]) == 2
@@ -88,3 +93,17 @@ def test_speculative_flags_reach_the_engine_config():
     assert (config.speculative, config.draft_model, config.num_speculative_tokens) == ("tli", "/d", 5)
     config = cli._engine_config(parse(["serve", "--speculative", "ngram", "--num-speculative-tokens", "auto"]))
     assert config.num_speculative_tokens is None  # auto: dynamic
+
+
+def test_scale_out_flags():
+    parse = build_parser().parse_args
+    args = parse(["serve", "--data-parallel-size", "2", "--max-replicas", "6", "--routing", "least-loaded",
+                  "--block-size", "32"])  # fmt: skip
+    routing, scaling = cli._scale_out(args, cli._engine_config(args))
+    assert (routing.policy, routing.block_size, routing.load_margin_tokens) == ("least-loaded", 32, 2048)
+    assert (scaling.min_replicas, scaling.max_replicas, scaling.scale_up_wait_s) == (2, 6, 2.0)
+    args = parse(["serve"])
+    routing, scaling = cli._scale_out(args, cli._engine_config(args))
+    assert routing.policy == "prefix" and scaling is None  # one replica, no autoscaling
+    ray_args = parse(["serve", "--data-parallel-backend", "ray"])
+    assert cli._engine_config(ray_args).num_threads == 1  # one Ray CPU per replica unless --num-threads
