@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import mmap
-
 import numpy as np
 
 from grammar.automaton import dfa_ref
@@ -21,17 +19,6 @@ DEFAULT_BUILDER = CBuilder or dfa_ref.Builder
 # that made the state (16k -> 32k rows: 8-18 ms, in sp_409 of the dev data, whose 65k-state NFA makes
 # 28k DFA states); at 1 << 14 it did, and its fills' mean was 24-26 us against 21-23 (SmolLM2, idle).
 MAX_FIRST_ROWS = 1 << 16
-
-
-def _rows(cap: int) -> np.ndarray:
-    """An uninitialized int32 [cap, 256] transition table in an anonymous mapping of its own, so
-    that its pages are faulted in 4 KiB at a time as rows are made. numpy asks the kernel for
-    transparent huge pages on any array of 4 MiB and more (madvise): the first row made in each
-    2 MiB then zeroed a whole huge page inside a mask fill, and where the kernel's defrag setting is
-    `madvise` (the default of many distributions) it compacted memory for it first (fills of
-    3-50 ms on the shared machine; the flexible-whitespace sample's fills 1.68 -> 0.97 s in all
-    with numpy's huge pages turned off, issue 39)."""
-    return np.frombuffer(mmap.mmap(-1, cap * 256 * 4), dtype=np.int32).reshape(cap, 256)
 
 
 class LazyDfa:
@@ -55,7 +42,7 @@ class LazyDfa:
             cap *= 2
         # [cap, 256]: uninitialized memory (pages are touched only when used); a row is set to
         # UNKNOWN when its state is made, so growing copies the old rows and fills nothing.
-        self.trans = _rows(cap)
+        self.trans = np.empty((cap, 256), dtype=np.int32)
         self.is_final = np.zeros(cap, dtype=bool)  # [cap]
         self.has_calls = np.zeros(cap, dtype=bool)  # [cap]
         self.flags = np.zeros(cap, dtype=np.uint8)  # [cap] FLAG_CALLS | FLAG_FINAL (read by the C walk)
@@ -101,7 +88,7 @@ class LazyDfa:
     def _grow(self) -> None:
         """Double the tables (called by the builder when a new state does not fit)."""
         cap = len(self.is_final) * 2
-        trans = _rows(cap)
+        trans = np.empty((cap, 256), dtype=np.int32)
         trans[: len(self.trans)] = self.trans
         self.trans = trans
 
