@@ -154,7 +154,11 @@ class _PoolStream:
         self._pool.num_failovers += 1
         log.warning("engine replica %d died before request %s started; re-routing it", index, self._request[0])
         self._attempts += 1
-        self._placement = await self._pool._place(*self._request, exclude={index})
+        try:
+            self._placement = await self._pool._place(*self._request, exclude={index})
+        except EngineUnavailable as none_left:  # the client learns why, not only that nothing is left
+            raise EngineUnavailable(f"engine replica {index} died before the request started ({exc}); "
+                                    f"{none_left}") from exc  # fmt: skip
         self._pool._waiting[self._key] = time.monotonic()
 
     def _settle(self) -> None:
@@ -292,10 +296,11 @@ class EnginePool:
                      exclude: set[int] | None = None) -> _Placement:  # fmt: skip
         exclude = set(exclude or ())
         hashes = self.router.hashes(prompt_token_ids)
+        died = ""  # why the last replica tried failed, for the answer when none is left
         while True:
             alive = [slot for slot in self._alive() if slot.index not in exclude]
             if not alive:
-                raise EngineUnavailable("no engine is available; one is restarting")
+                raise EngineUnavailable(f"{died}no engine is available; one is restarting")
             by_index = {slot.index: slot for slot in alive}
             choice = self.router.choose({slot.index: slot.load_tokens for slot in alive}, hashes)
             slot = by_index[choice.key]
@@ -318,6 +323,7 @@ class EnginePool:
                 slot.num_failovers += 1
                 self.num_failovers += 1
                 exclude.add(slot.index)
+                died = f"engine replica {slot.index} died before admitting the request ({exc}); "
                 continue
             self.router.record(slot.index, hashes)
             return _Placement(slot, inner, load)

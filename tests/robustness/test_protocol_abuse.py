@@ -9,8 +9,9 @@ the limit get a JSON 503 at once, the slow bodies a 408, and afterwards every KV
   the stream's inter-token latency stays within 2x of unloaded;
 - loaded: the same plus 8 clients starting streams and dropping them. Those streams are real work (a
   prefill and a few tokens each, batched with the probe), so the probe's latency there is a batch's,
-  printed, not judged against 2x; what is judged is that their aborts leave nothing behind: the
-  unloaded windows after loaded ones stay within 2x of the first.
+  printed, not judged against 2x; what is judged is that their aborts leave nothing behind: after each
+  loaded window the server's in-flight count falls back to the probe's one request (an event waited
+  for, not a timing: the probe's sub-millisecond ITL moved 2x between quiet windows on a CI runner).
 
 Medians of several windows are compared, so a spike from elsewhere on the machine does not decide."""
 
@@ -176,10 +177,23 @@ class Abuse:
         self.counts["idle"] += len(self.idle)
 
 
+async def drained(url: str, timeout_s: float = 120.0) -> float:
+    """Seconds until the server holds no request but the probe's (in flight <= 1: the probe may be between
+    two streams); an AssertionError naming the count when that does not happen within `timeout_s`."""
+    started = time.monotonic()
+    async with aiohttp.ClientSession(url) as http:
+        while (inflight := (await metrics(http))["gateway_num_requests_inflight"]) > 1:
+            assert time.monotonic() - started < timeout_s, f"{inflight:.0f} requests still in flight after the droppers left"
+            await asyncio.sleep(0.05)
+    return time.monotonic() - started
+
+
 async def alternate(url: str, port: int, counts: collections.Counter) -> list[tuple[str, float, float]]:
-    """PAIRS rounds of an unloaded, a protocol and a loaded window; (kind, start, end) of each measured part."""
+    """PAIRS rounds of an unloaded, a protocol and a loaded window; (kind, start, end) of each measured part.
+    Each round starts once the dropped streams of the last one are gone (drained)."""
     windows = []
     for _ in range(PAIRS):
+        await drained(url)
         start = time.monotonic()
         await asyncio.sleep(WINDOW_S)
         windows.append(("unloaded", start + SETTLE_S, time.monotonic()))
@@ -188,6 +202,7 @@ async def alternate(url: str, port: int, counts: collections.Counter) -> list[tu
                 start = time.monotonic()
                 await asyncio.sleep(WINDOW_S)
                 windows.append((kind, start + SETTLE_S, time.monotonic()))
+    await drained(url)
     return windows
 
 
@@ -265,4 +280,3 @@ async def test_abuse_keeps_the_stream_latency_within_2x_and_the_server_whole(abu
     if measured < PAIRS // 2 or max(itls["unloaded"]) > NOISE * min(itls["unloaded"]):
         pytest.skip(f"the machine is too busy to time the probe stream: {measured} of {PAIRS} windows measured, {itls}")
     assert median(itls["protocol"]) <= 2 * median(itls["unloaded"]), itls
-    assert median(itls["unloaded"][1:]) <= 2 * itls["unloaded"][0], itls  # dropped streams left no work behind
