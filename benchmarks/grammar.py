@@ -91,6 +91,7 @@ class Result:
     mask_us: dict[str, list[float]] = field(default_factory=dict)
     accept_us: dict[str, list[float]] = field(default_factory=dict)
     mask_errors: list[str] = field(default_factory=list)  # schemas whose mask refused a token the matcher takes
+    failures: dict[str, str] = field(default_factory=dict)  # schema id -> why it failed (compile error or refused token)
 
 
 class Ours:
@@ -195,6 +196,10 @@ def _compact(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+def _refused(tokenizer: Any, ids: list[int], step: int) -> str:
+    return f"refused {tokenizer.decode(ids[step:step + 1])!r} after {tokenizer.decode(ids[:step])[-60:]!r}"
+
+
 def run_engine(engine: Any, rows: list[dict], tokenizer: Any, eos: int, gap_ms: float = 0.0) -> Result:
     res = Result(engine.name)
     for row in rows:
@@ -202,8 +207,9 @@ def run_engine(engine: Any, rows: list[dict], tokenizer: Any, eos: int, gap_ms: 
         t0 = time.perf_counter()
         try:
             compiled = engine.compile(row["schema"])
-        except Exception:  # noqa: BLE001 - any engine's refusal counts as a compile error
+        except Exception as exc:  # noqa: BLE001 - any engine's refusal counts as a compile error
             res.errors += 1
+            res.failures[sid] = f"compile: {type(exc).__name__}: {str(exc)[:300]}"
             continue
         res.compile_ms[sid] = (time.perf_counter() - t0) * 1e3
         res.compiled += 1
@@ -215,7 +221,7 @@ def run_engine(engine: Any, rows: list[dict], tokenizer: Any, eos: int, gap_ms: 
             if gap_ms:
                 time.sleep(gap_ms / 1e3)  # the request's prefill: work after a compile returned goes on
             m = engine.matcher(compiled)
-            for tid in ids:
+            for step, tid in enumerate(ids):
                 t1 = time.perf_counter()
                 engine.fill(m)
                 times.append((time.perf_counter() - t1) * 1e6)
@@ -223,12 +229,14 @@ def run_engine(engine: Any, rows: list[dict], tokenizer: Any, eos: int, gap_ms: 
                     ok = False
                     if type(engine) is Ours and engine.mask_error(m, tid):
                         res.mask_errors.append(sid)
+                    res.failures[sid] = "mask " + _refused(tokenizer, ids, step)
                     break
                 t1 = time.perf_counter()
                 accepted = engine.accept(m, tid)
                 accepts.append((time.perf_counter() - t1) * 1e6)
                 if not accepted:
                     ok = False
+                    res.failures[sid] = "accept " + _refused(tokenizer, ids, step)
                     break
         if times:
             res.first_mask_ms[sid] = res.compile_ms[sid] + times[0] / 1e3
@@ -301,6 +309,17 @@ def print_slowest(engine: Ours, rows: list[dict], tokenizer: Any, eos: int, coun
             g.index.walk.mask(g.index.tables, g.dfa, g.index, walked[0], walked[1], words)
             again = (time.perf_counter() - t0) * 1e6
         print(f"| {us:.0f} | {again:.0f} | {sid[:32]} | {step} | {before!r} | {desc} |")
+
+
+def print_failures(runs: dict[str, list[Result]], rows: list[dict]) -> None:
+    """Each engine's failures in its first run: the schema id, its source, and why (the compile's
+    error, or the token of the valid instance its mask or accept refused and the text before it)."""
+    source = {r["id"]: r.get("source", "") for r in rows}
+    for name, rs in runs.items():
+        failures = rs[0].failures
+        print(f"\n{name}: {len(failures)} schemas whose valid instance was not accepted\n")
+        for sid, why in sorted(failures.items(), key=lambda kv: (kv[1].split(":")[0], kv[0])):
+            print(f"- {sid} ({source.get(sid, '')}): {why}")
 
 
 def _stats(res: Result, ids: set[str]) -> dict[str, float]:
@@ -406,6 +425,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1,
                         help="run the engines this many times, one after the other; quote each figure's median")
     parser.add_argument("--slowest", type=int, default=0, help="then list our N slowest mask fills")
+    parser.add_argument("--failures", action="store_true",
+                        help="then list each schema whose valid instance an engine refused, and why (first run)")
     parser.add_argument("--whitespace", default="compact", choices=["compact", "flexible"],
                         help="compact JSON (the gateway's default) or flexible whitespace (as vLLM configures "
                              "every engine: xgrammar any_whitespace=True, llguidance whitespace_flexible)")
@@ -449,6 +470,8 @@ def run_vocab(vocab_name: str, rows: list[dict], args: argparse.Namespace) -> No
             runs.setdefault(name, []).append(run_engine(engine, rows, tokenizer, eos, args.gap_ms))
             print(f"{vocab_name} {name} run {rep + 1}: per-tokenizer setup {setup_s:.2f} s, run {time.perf_counter() - t0:.1f} s")
     stats = print_tables(runs, len(rows), vocab_name)
+    if args.failures:
+        print_failures(runs, rows)
     if args.slowest:
         print_slowest(Ours(tokenizer, args.whitespace, args.property_order), rows, tokenizer, eos, args.slowest)
     if args.plot:

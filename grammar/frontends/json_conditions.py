@@ -51,8 +51,32 @@ def negate(cond: Any, where: str) -> list[Any]:
         return _negate_bound(cond, where)
     if keys <= {"type", "properties", "required"}:
         return _negate_object(cond, where)
+    if keys <= {"type", *_STRING_KEYS} and keys & set(_STRING_KEYS):
+        return _negate_string(cond, where)
+    if keys <= {"type", "const", "enum"} and keys & {"const", "enum"}:
+        return _other_values(cond, where)["anyOf"]
     raise GrammarError(f"{where}: a condition whose negation cannot be stated exactly (only types, one numeric "
-                       f"bound, or object properties with const/enum values)")  # fmt: skip
+                       f"bound, string pattern/lengths, string/null/boolean const or enum, or object properties "
+                       f"with such values or types)")  # fmt: skip
+
+
+_STRING_KEYS = ("pattern", "minLength", "maxLength")
+
+
+def _negate_string(cond: dict[str, Any], where: str) -> list[Any]:
+    """The strings outside a pattern and lengths (the other types too when the condition names its
+    type; without one, every non-string meets the condition). The strings left out are a superset
+    of the condition's (json_text's EXCLUDE_STRINGS: the pattern as Python `re` may read it), so the
+    negation holds a subset of its instances, never one the condition takes."""
+    out: list[Any] = []
+    if "type" in cond:
+        types = _types(cond["type"], where)
+        if types != {"string"}:
+            raise GrammarError(f"{where}/type: a string condition on other types cannot be negated")
+        out += _other_types(types, where)
+    constraint = {k: cond[k] for k in _STRING_KEYS if k in cond}
+    out.append({"type": "string", EXCLUDE_STRINGS: [constraint]})
+    return out
 
 
 def _types(declared: Any, where: str) -> set[str]:
@@ -96,10 +120,13 @@ def _negate_object(cond: dict[str, Any], where: str) -> list[Any]:
 
 
 def _other_values(sub: Any, where: str) -> dict[str, Any]:
-    """Every JSON value outside a `const`/`enum` of strings, nulls and booleans."""
+    """Every JSON value outside a `const`/`enum` of strings, nulls and booleans, or outside a set of
+    types."""
+    if isinstance(sub, dict) and set(sub) - ANNOTATIONS == {"type"}:
+        return {"anyOf": _other_types(_types(sub["type"], where), where) or [False]}
     if not isinstance(sub, dict) or not set(sub) - ANNOTATIONS <= {"const", "enum", "type"} or not (
             "const" in sub or "enum" in sub):
-        raise GrammarError(f"{where}: only const/enum values can be negated in a condition")
+        raise GrammarError(f"{where}: only types and const/enum values can be negated in a condition")
     values = [sub["const"]] if "const" in sub else sub["enum"]
     if not isinstance(values, list) or not all(v is None or isinstance(v, (str, bool)) for v in values):
         raise GrammarError(f"{where}: only string, boolean and null values can be negated in a condition")

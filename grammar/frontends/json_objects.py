@@ -10,7 +10,7 @@ from grammar.frontends.json_merge import FORBID
 from grammar.frontends.json_names import property_names
 from grammar.frontends.json_order import any_order_graph
 from grammar.frontends.json_patterns import extra_member, matching, pattern_schemas
-from grammar.frontends.json_presence import check_declared, escape, presence_graph, presence_rule
+from grammar.frontends.json_presence import escape, presence_graph, presence_rule
 from grammar.frontends.json_text import json_string
 from grammar.ir import EMPTY, NOTHING, Graph, Node, Repeat, alt, is_nothing, lit, node_size, opt, seq
 from grammar.time_limit import check_time_limit
@@ -70,6 +70,15 @@ def object_node(sc: SchemaCompiler, schema: dict[str, Any], where: str) -> Node:
             names.append(name)
     ws = sc.ws
     rule = presence_rule(schema, where)
+    if rule and not closed:
+        # A presence rule naming an undeclared property (`dependencies: {"shape": [...]}`, a oneOf
+        # requiring `flow`): that name becomes an optional member after the declared ones, with
+        # the schema an extra member of that name takes, and leaves the extra members; the rule
+        # then sees it. Only its place is fixed (before the other extras): a subset of the valid
+        # objects, never an invalid one. A name no extra member may take is never present.
+        for name in sorted(rule.involved() - set(names) - set(forbid)):
+            if (extra_schema is not False or matching(patterns, name)) and (name_lang is None or name_ok(name)):
+                names.append(name)
     members: list[tuple[Node, bool]] = []
     member_names: list[str] = []
     for name in names:
@@ -90,7 +99,6 @@ def object_node(sc: SchemaCompiler, schema: dict[str, Any], where: str) -> Node:
         for key in ("minProperties", "maxProperties"):
             if key in schema:
                 raise GrammarError(f"{where}/{key}: not supported together with dependencies or a oneOf of required")
-        check_declared(rule, names, extra is not None, where)
         body = presence_graph(members, member_names, extra, comma, rule, where, ws, lead)
     elif not members and extra is not None and ("minProperties" in schema or "maxProperties" in schema):
         body = _counted(extra, comma, _count(schema, "minProperties", where) or 0, _count(schema, "maxProperties", where),

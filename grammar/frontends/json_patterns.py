@@ -25,7 +25,7 @@ from grammar.frontends.regular import Dfa, intersect, minus, to_dfa, to_node
 from grammar.frontends.unicode import ALL_CHARS
 from grammar.ir import NOTHING, Node, Repeat, alt, is_nothing, lit, seq
 
-MAX_MIXED_PATTERNS = 4  # patterns with different schemas: one case per subset of them that match
+MAX_MIXED_PATTERNS = 4  # overlapping patterns with different schemas: one case per subset of them that match
 
 
 def pattern_schemas(schema: dict[str, Any], where: str) -> dict[str, Any]:
@@ -109,23 +109,46 @@ def _pattern_cases(sc: Any, patterns: dict[str, Any], names: list[str], where: s
         if named:  # a declared name is a member of its own
             keys = to_node(minus(to_dfa(keys), _names(names)))
         return [(keys, sc.node(schema, f"{here}/{escape(pattern)}"))]
-    if len(patterns) > MAX_MIXED_PATTERNS:
-        raise GrammarError(f"{here}: more than {MAX_MIXED_PATTERNS} patterns with different schemas are not supported")
     narrow = {p: _language(p, here, wide=False) for p in patterns}
     wide = {p: _language(p, here, wide=True) for p in patterns}
     declared = _names(names)
     out: list[tuple[Node, Node]] = []
-    for size in range(1, len(patterns) + 1):
-        for chosen in combinations(patterns, size):
-            keys = _any_name()
-            for p in patterns:
-                keys = intersect(keys, narrow[p]) if p in chosen else minus(keys, wide[p])
-            keys = minus(keys, declared)
-            if keys.is_empty():
-                continue
-            value = sc.node({"allOf": [patterns[p] for p in chosen]}, f"{here}/{escape(chosen[0])}")
-            out.append((to_node(keys), value))
+    for group in _overlapping(list(patterns), wide):
+        if len(group) > MAX_MIXED_PATTERNS:
+            raise GrammarError(f"{here}: more than {MAX_MIXED_PATTERNS} patterns with different schemas whose names "
+                               f"overlap are not supported")  # fmt: skip
+        for size in range(1, len(group) + 1):
+            for chosen in combinations(group, size):
+                keys = _any_name()
+                for p in group:  # the other groups' patterns match none of these names (wide languages disjoint)
+                    keys = intersect(keys, narrow[p]) if p in chosen else minus(keys, wide[p])
+                keys = minus(keys, declared)
+                if keys.is_empty():
+                    continue
+                value = sc.node({"allOf": [patterns[p] for p in chosen]}, f"{here}/{escape(chosen[0])}")
+                out.append((to_node(keys), value))
     return out
+
+
+def _overlapping(patterns: list[str], wide: dict[str, Dfa]) -> list[list[str]]:
+    """The patterns in groups whose (widened) name languages overlap, transitively: a name matched
+    by patterns of one group is matched by none of another's, so each group's subsets are enough."""
+    parent = list(range(len(patterns)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i in range(len(patterns)):
+        for j in range(i + 1, len(patterns)):
+            if root(i) != root(j) and not intersect(wide[patterns[i]], wide[patterns[j]]).is_empty():
+                parent[root(j)] = root(i)
+    groups: dict[int, list[str]] = {}
+    for i, p in enumerate(patterns):
+        groups.setdefault(root(i), []).append(p)
+    return list(groups.values())
 
 
 def _language(pattern: str, where: str, wide: bool) -> Dfa:

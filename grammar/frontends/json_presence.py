@@ -77,15 +77,6 @@ def dependencies(schema: dict[str, Any], where: str) -> dict[str, set[str]]:
     return {t: need for t, need in needs.items() if need}
 
 
-def check_declared(rule: Presence, names: list[str], extra_allowed: bool, where: str) -> None:
-    """Extra keys are not tracked: a rule may mention an undeclared property only when extra
-    keys are forbidden (it is then never present)."""
-    undeclared = sorted(rule.involved() - set(names))
-    if undeclared and extra_allowed:
-        raise GrammarError(f"{where}: rules on which properties are present may only name declared properties "
-                           f"when other properties are allowed ({undeclared[0]!r} is not declared)")  # fmt: skip
-
-
 def presence_graph(members: list[tuple[Node, bool]], names: list[str], extra: Node | None, comma: Node,
                    rule: Presence, where: str, ws: Node, lead: Node | None = None) -> Node:
     """Members in declared order (then extra ones) where the present set must satisfy `rule`.

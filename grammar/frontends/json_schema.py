@@ -8,11 +8,11 @@ import math
 from typing import Any
 
 from grammar.errors import GrammarError
-from grammar.ir import NOTHING, Grammar, Node, Ref, alt, is_nothing, lit, literals
-from grammar.frontends.json_merge import (ANNOTATIONS, ONE_OF_REQUIRED, as_standard, check_keywords, merge_all, one_of_disjoint,
+from grammar.ir import NOTHING, Grammar, Node, Ref, Repeat, alt, is_nothing, lit, literals, opt, seq
+from grammar.frontends.json_merge import (ANNOTATIONS, FORBID, ONE_OF_REQUIRED, as_standard, check_keywords, merge_all, one_of_disjoint,
                                  required_only, resolve_pointer)
 from grammar.frontends.json_closed import closed_copy
-from grammar.frontends.json_conditions import if_then_else
+from grammar.frontends.json_conditions import if_then_else, negate
 from grammar.frontends.json_numbers import integer_node, number_node
 from grammar.frontends.json_one_of import narrow_one_of
 from grammar.frontends.json_order import MAX_ANY_ORDER_SIZE, check_property_order
@@ -94,6 +94,9 @@ class SchemaCompiler:
                 return self.ref(_ref_target(schema["$ref"], where), where)
         if "$ref" in schema or "allOf" in schema:
             return self.node(merge_all(self.root, schema, where), where)
+        split = split_dependency(schema, where)
+        if split is not None:
+            return self.node(split, where)
         if "anyOf" in schema or "oneOf" in schema:
             return self.combinator(schema, where)
         if "enum" in schema or "const" in schema:
@@ -150,7 +153,12 @@ class SchemaCompiler:
             if not kept:
                 return False
             return {**{k: v for k, v in rest.items() if k != "nullable"}, "type": kept}
-        raise GrammarError(f"{where}/not: only negating a type, or another 'not', is supported")
+        # Anything else whose negation json_conditions states exactly (string patterns and lengths,
+        # const/enum values, object properties with such values or types, required names, a bound)
+        negations = negate(negated, f"{where}/not")
+        if len(negations) == 1:
+            return {"allOf": [rest, negations[0]]}
+        return {"anyOf": [{"allOf": [rest, n]} for n in negations]} if negations else False
 
     def type_set(self, schema: Any, where: str) -> set[str] | None:
         """The types a schema accepts when it is nothing but a type (or an anyOf of such)."""
@@ -318,7 +326,10 @@ class SchemaCompiler:
         decimals = None
         if mult is not None:
             if isinstance(mult, (int, float)) and not isinstance(mult, bool) and float(mult).is_integer() and mult > 0:
-                return self.integer(schema, where)
+                # an integral multiple, written as an integer or with a zero fraction (`6000.0`, as
+                # Python's json writes a float): both parse to the same multiple
+                whole = self.integer(schema, where)
+                return NOTHING if is_nothing(whole) else seq(whole, opt(seq(lit("."), Repeat(lit("0"), 1, None))))
             exp = -math.log10(mult) if isinstance(mult, float) and mult > 0 else 0.5
             if not float(exp).is_integer() or abs(10 ** -round(exp) - mult) > 1e-12:
                 raise GrammarError(f"{where}/multipleOf: only integers and powers of ten are supported")
@@ -336,6 +347,30 @@ INTEGER_FORMATS = {"int8": (-(2**7), 2**7 - 1), "int16": (-(2**15), 2**15 - 1), 
                    "int64": (-(2**63), 2**63 - 1), "uint8": (0, 2**8 - 1), "uint16": (0, 2**16 - 1),
                    "uint32": (0, 2**32 - 1), "uint64": (0, 2**64 - 1)}  # fmt: skip
 NUMBER_FORMATS = frozenset({"float", "double", "utc-millisec", "timestamp"})
+
+
+def split_dependency(schema: dict[str, Any], where: str) -> dict[str, Any] | None:
+    """A schema dependency that is more than a list of required names (`dependencies: {"a": {...}}`,
+    `dependentSchemas`), as an anyOf: the object without the trigger, or with it and the dependent
+    schema too (a non-object meets the first); None when there is none. Required-only ones stay for
+    json_presence's graph."""
+    for key in ("dependencies", "dependentSchemas"):
+        table = schema.get(key)
+        if not isinstance(table, dict):
+            continue
+        for trigger, need in table.items():
+            if not isinstance(need, dict) or not set(need) - ANNOTATIONS - {"required"}:
+                continue
+            rest = dict(schema)
+            others = {t: n for t, n in table.items() if t != trigger}
+            if others:
+                rest[key] = others
+            else:
+                del rest[key]
+            absent = {**rest, FORBID: [*rest.get(FORBID, []), trigger]}
+            present = {**rest, "required": [*rest.get("required", []), trigger]}
+            return {"anyOf": [absent, {"allOf": [present, need]}]}
+    return None
 
 
 def _numeric_format(schema: dict[str, Any], where: str) -> str | None:

@@ -23,7 +23,8 @@ DRAFT7 = "http://json-schema.org/draft-07/schema#"
 
 
 def _agrees(schema: dict, keys: str = "abcdx") -> None:
-    """Every object over `keys` (a-d declared, in order; x extra) is accepted exactly when valid."""
+    """Every object over `keys` (a-d declared, in order; x extra; z undeclared but named by a rule)
+    is accepted exactly when valid."""
     g = grammar.compile_json_schema(schema, VOCAB)
     validator = jsonschema.validators.validator_for(schema)(schema)
     accepted = 0
@@ -83,11 +84,56 @@ def test_flexible_whitespace_and_nesting():
     assert not accepts_text(g, '[{"a":1},{"c":2}]')
 
 
+@pytest.mark.parametrize("table", [{"a": ["z"]}, {"z": ["a"]}, {"z": ["b", "c"], "c": ["z"]}])
+@pytest.mark.parametrize("required", [[], ["z"]])
+def test_rules_naming_an_undeclared_property_beside_extra_ones(table, required):
+    """An undeclared name a rule mentions (issue 39: a GrammarError before) is an optional member
+    after the declared ones (its schema: an extra member's), so the rule sees it; every object over
+    a-d, z, x in that order is accepted exactly when valid."""
+    _agrees({"type": "object", "properties": PROPS, "required": required, "dependentRequired": table}, keys="abcdzx")
+    _agrees({"type": "object", "properties": PROPS, "required": required,
+             "oneOf": [{"required": ["a"]}, {"required": ["z", "b"]}]}, keys="abcdzx")  # fmt: skip
+
+
+def test_an_undeclared_name_keeps_its_place_before_other_extras():
+    """Its place is fixed: after the declared properties, before the other extra members (a subset
+    of the valid objects, never an invalid one)."""
+    schema = {"type": "object", "properties": PROPS, "additionalProperties": {"type": "integer"},
+              "dependentRequired": {"z": ["a"]}}  # fmt: skip
+    g = grammar.compile_json_schema(schema, VOCAB)
+    assert accepts_text(g, '{"a":1,"z":2,"x":3}')
+    assert not accepts_text(g, '{"a":1,"x":3,"z":2}')  # valid, but z after another extra
+    assert not accepts_text(g, '{"z":"s","a":1}') and not accepts_text(g, '{"z":2}')
+
+
+SCHEMA_DEPENDENCIES = [
+    {"a": {"properties": {"b": {"minimum": 5}}}},
+    {"a": {"properties": {"b": {"minimum": 5}}, "required": ["c"]}, "d": {"maxProperties": 2}},
+    {"c": {"not": {"required": ["d"]}}},
+    {"a": {"anyOf": [{"required": ["c"]}, {"required": ["b"]}]}},
+    {"x": {"properties": {"a": {"maximum": 0}}}},
+]
+
+
+@pytest.mark.parametrize("table", SCHEMA_DEPENDENCIES)
+@pytest.mark.parametrize("draft7", [True, False])
+def test_schema_dependencies_agree_with_jsonschema(table, draft7):
+    """A dependent schema beyond `required` (a GrammarError before issue 39) is an anyOf: the object
+    without its trigger, or with it and the dependent schema."""
+    props = {k: {"type": "integer"} for k in "abcd"}
+    if draft7:
+        _agrees({"$schema": DRAFT7, "type": "object", "properties": props, "dependencies": table})
+    else:
+        _agrees({"type": "object", "properties": props, "dependentSchemas": table})
+    for value in (0, 9):  # the dependent schema's own keywords, not only presence
+        schema = {"type": "object", "properties": props, "dependentSchemas": table}
+        g = grammar.compile_json_schema(schema, VOCAB)
+        for instance in ({"a": 1, "b": value, "c": 1}, {"a": value, "b": value, "x": 1}, {"b": value}):
+            valid = jsonschema.Draft202012Validator(schema).is_valid(instance)
+            assert accepts_text(g, json.dumps(instance, separators=(",", ":"))) == valid, instance
+
+
 @pytest.mark.parametrize("schema, pointer", [
-    ({"type": "object", "properties": PROPS, "dependentSchemas": {"a": {"properties": {"b": {"type": "string"}}}}},
-     "/dependentSchemas/a"),
-    ({"type": "object", "properties": PROPS, "dependentRequired": {"a": ["zz"]}}, "'zz' is not declared"),
-    ({"type": "object", "properties": PROPS, "dependentRequired": {"zz": ["a"]}}, "'zz' is not declared"),
     ({"type": "object", "properties": PROPS, "dependentRequired": {"a": "b"}}, "/dependentRequired/a"),
     ({"type": "object", "properties": PROPS, "dependentRequired": {"a": ["b"]}, "minProperties": 1}, "/minProperties"),
     ({"type": "object", "properties": PROPS, "oneOf": [{"required": ["a"]}, {"required": ["b"]}], "maxProperties": 2},
@@ -135,8 +181,10 @@ def test_one_of_required_nested_in_items_and_unsatisfiable():
     g = grammar.compile_json_schema(schema, VOCAB)
     assert accepts_text(g, '[{"a":1},{"a":2,"b":3}]')
     assert not accepts_text(g, '[{"b":1}]')
-    with pytest.raises(grammar.GrammarError, match="'zz' is not declared"):
-        grammar.compile_json_schema({"type": "object", "properties": PROPS, "oneOf": [{"required": ["a"]}, {"required": ["zz"]}]}, VOCAB)
+    open_one = grammar.compile_json_schema({"type": "object", "properties": PROPS,
+                                           "oneOf": [{"required": ["a"]}, {"required": ["zz"]}]}, VOCAB)  # fmt: skip
+    assert accepts_text(open_one, '{"a":1}') and accepts_text(open_one, '{"zz":1}')
+    assert not accepts_text(open_one, '{"a":1,"zz":1}') and not accepts_text(open_one, '{"b":1}')
 
 
 @pytest.mark.parametrize("schema", [
@@ -183,3 +231,8 @@ def test_the_presence_automaton_does_not_depend_on_the_hash_seed():
     digests = {subprocess.run([sys.executable, "-c", _DIGEST, root], capture_output=True, text=True, check=True,
                               env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("0", "1", "2", "3")}
     assert len(digests) == 1
+
+
+def test_an_undeclared_name_property_names_refuses_is_never_present():
+    """propertyNames refuses `zz`, so no extra member is named so: `a`, which needs it, is never present."""
+    _agrees({"type": "object", "properties": PROPS, "propertyNames": {"maxLength": 1}, "dependentRequired": {"a": ["zz"]}})
