@@ -53,6 +53,8 @@ class EngineConfig:
     grammar_compile_timeout: float = 30.0  # seconds before a structured-output request fails
     structured_outputs_open_objects: bool = False  # JSON Schema's open objects instead of strict mode (engine/structured.py)
     structured_outputs_property_order: str = "declared"  # or "any": JSON schemas' object properties (grammar/README.md)
+    # a JSON schema without an exact grammar compiles wider and its finished document is checked (engine/structured.py)
+    structured_outputs_lenient: bool = False
     model_impl: str = "auto"  # "native", "transformers", or "auto": native where we implement the architecture
     enforce_eager: bool = False  # CUDA: no graph capture, every step eager
     gpu_memory_utilization: float = 0.9  # CUDA: share of the GPU's memory for weights, activations and KV cache

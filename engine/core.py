@@ -114,7 +114,8 @@ class EngineCore:
                               files.eos_token_ids, num_blocks, summary)  # fmt: skip
         self.structured = StructuredOutputs(self.info.path, self.info.vocab_size, self.info.eos_token_ids,
                                             config.grammar_compile_timeout, config.structured_outputs_open_objects,
-                                            config.structured_outputs_property_order)  # fmt: skip
+                                            config.structured_outputs_property_order,
+                                            config.structured_outputs_lenient)  # fmt: skip
         self.structured.warm()
         self.speculator = None
         if config.speculative is not None:
@@ -256,6 +257,7 @@ class EngineCore:
             num_cached_tokens=max(request.num_cached_tokens, 0),
             num_draft_tokens=p.num_draft_tokens,
             num_accepted_tokens=p.num_accepted_tokens,
+            structured_violation=self.structured.violation(request.request_id) if request.finish_reason == "stop" else None,
         )
 
     def _propose(self, progressed: list[Progress]) -> None:

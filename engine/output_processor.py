@@ -72,6 +72,7 @@ class OutputProcessor:
             delta.logprobs = out.new_logprobs
             delta.finished, delta.finish_reason, delta.stop_reason = finished, out.finish_reason, out.stop_reason
             delta.error = out.error
+        delta.structured_violation = out.structured_violation
         delta.text = "".join(texts)
         if delta.finished:
             self.remove(out.request_id)

@@ -25,6 +25,7 @@ class RequestOutput:
     error: str | None = None
     num_draft_tokens: int = 0  # speculative decoding: drafts verified for this request, and accepted
     num_accepted_tokens: int = 0
+    structured_violation: str | None = None  # lenient structured output: how the document breaks its schema
 
     @property
     def num_prompt_tokens(self) -> int:
@@ -45,3 +46,4 @@ class RequestOutput:
         self.error = delta.error
         self.num_draft_tokens += delta.num_draft_tokens
         self.num_accepted_tokens += delta.num_accepted_tokens
+        self.structured_violation = delta.structured_violation or self.structured_violation

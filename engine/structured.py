@@ -14,6 +14,13 @@ names its properties admits no others, and `prefixItems` without `items` admit n
 as in vLLM's default (xgrammar) backend; `json_object` is any object either way. A `json_schema`'s
 objects take their properties in declared order unless `property_order` is "any"
 (`--structured-outputs-property-order`, grammar/frontends/json_order.py).
+
+With `lenient` (`--structured-outputs-lenient`) a `json_schema` that has no exact grammar (a
+GrammarError naming the keyword, the default's 400) compiles a wider one instead
+(grammar.compile_json_schema_lenient: the keyword dropped or relaxed), and the finished document is
+checked against the original schema with `jsonschema` (formats asserted); a violation goes out with
+the request's last output (`EngineOutput.structured_violation`, the choice's
+`structured_output_violation`), never hidden. An exact grammar needs no check.
 """
 
 from __future__ import annotations
@@ -25,7 +32,9 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import jsonschema
 import torch
 
 import grammar
@@ -59,6 +68,29 @@ class _Pending:
     deadline: float
 
 
+@dataclass(slots=True)
+class LenientCheck:
+    """A widened grammar's document check: the original schema, what the grammar relaxed, and the
+    tokens the request has written so far."""
+
+    schema: Any
+    relaxed: list[str]
+    token_ids: list[int]
+
+    def violation(self, vocab) -> str | None:
+        """Why the document the tokens spell breaks the schema (None when it is valid)."""
+        data = b"".join(vocab.token_bytes[t] or b"" for t in self.token_ids if 0 <= t < len(vocab.token_bytes))
+        relaxed = f" (the grammar relaxed {', '.join(self.relaxed[:3])}{', ...' if len(self.relaxed) > 3 else ''})"
+        try:
+            document = json.loads(data.decode("utf-8"))
+        except ValueError:
+            return "the document is not complete JSON" + relaxed
+        validator = jsonschema.validators.validator_for(self.schema)
+        error = jsonschema.exceptions.best_match(validator(self.schema, format_checker=validator.FORMAT_CHECKER)
+                                                 .iter_errors(document))  # fmt: skip
+        return None if error is None else f"{error.json_path}: {error.message[:200]}{relaxed}"
+
+
 def start_thread(fn: Callable[[], object], name: str) -> Future:
     """Runs `fn` on a new daemon thread; its result or exception in the returned future. A
     caller that stops waiting abandons the thread, and nothing else waits for it."""
@@ -76,11 +108,18 @@ def start_thread(fn: Callable[[], object], name: str) -> Future:
 
 
 def compile_spec(spec: StructuredSpec, vocab, limit: float | None = None, open_objects: bool = False,
-                 property_order: str = "declared"):
+                 property_order: str = "declared", lenient: bool = False):
     """Compiles a spec to a grammar.CompiledGrammar; raises grammar.GrammarError or ValueError
     (also once `limit` seconds have passed: the compile stops and frees its thread).
-    `open_objects`: JSON Schema's open objects and tuples instead of strict mode."""
+    `open_objects`: JSON Schema's open objects and tuples instead of strict mode. `lenient`: a
+    json_schema without an exact grammar returns (a wider grammar, its LenientCheck) instead of raising."""
     with grammar.time_limit(limit):
+        if isinstance(spec, JsonSchemaSpec) and lenient:
+            schema = json.loads(spec.json_schema)
+            compiled, relaxed = grammar.compile_json_schema_lenient(schema, vocab, whitespace=spec.whitespace,
+                                                                    strict=not open_objects,
+                                                                    property_order=property_order)  # fmt: skip
+            return (compiled, LenientCheck(schema, relaxed, [])) if relaxed else compiled
         if isinstance(spec, JsonSchemaSpec) and property_order != "declared":
             return grammar.compile_json_schema(json.loads(spec.json_schema), vocab, whitespace=spec.whitespace,
                                                strict=not open_objects, property_order=property_order)
@@ -120,13 +159,15 @@ class StructuredOutputs:
     as in `compile_spec` (EngineConfig.structured_outputs_open_objects)."""
 
     def __init__(self, tokenizer_folder: str, vocab_size: int, eos_token_ids: list[int], compile_timeout: float,
-                 open_objects: bool = False, property_order: str = "declared") -> None:
+                 open_objects: bool = False, property_order: str = "declared", lenient: bool = False) -> None:
         self._folder = tokenizer_folder
         self._vocab_size = vocab_size
         self._eos_token_ids = eos_token_ids
         self._timeout = compile_timeout
         self._open_objects = open_objects
         self._property_order = property_order
+        self._lenient = lenient
+        self.checks: dict[str, LenientCheck] = {}  # requests whose grammar was widened (lenient)
         self._vocab = None
         self._executor: ThreadPoolExecutor | None = None
         self._mask_executor: ThreadPoolExecutor | None = None
@@ -152,13 +193,13 @@ class StructuredOutputs:
 
     def check(self, spec: StructuredSpec) -> None:
         """Compiles `spec` now, on the caller's thread; raises what the compiler raises."""
-        compile_spec(spec, self._vocabulary(), self._timeout, self._open_objects, self._property_order)
+        compile_spec(spec, self._vocabulary(), self._timeout, self._open_objects, self._property_order, self._lenient)
 
     def submit(self, request) -> None:
         """Starts compiling the request's grammar on a thread of its own (a slow compile holds up no other)."""
         spec = request.params.structured
         future = start_thread(lambda: compile_spec(spec, self._vocabulary(), self._timeout, self._open_objects,
-                                                   self._property_order),
+                                                   self._property_order, self._lenient),
                               "grammar-compile")  # fmt: skip
         self.pending.append(_Pending(request, future, time.monotonic() + self._timeout))
 
@@ -173,6 +214,8 @@ class StructuredOutputs:
                 except Exception as exc:  # GrammarError, bad JSON, unsupported spec
                     failed.append((item.request, str(exc)))
                     continue
+                if isinstance(compiled, tuple):  # lenient: a widened grammar and its document check
+                    compiled, self.checks[item.request.request_id] = compiled
                 self.matchers[item.request.request_id] = compiled.matcher()
                 ready.append(item.request)
             elif now > item.deadline:
@@ -186,6 +229,7 @@ class StructuredOutputs:
     def remove(self, request_id: str) -> bool:
         """Drops a pending or live request; True if it was still pending."""
         self.matchers.pop(request_id, None)
+        self.checks.pop(request_id, None)
         before = len(self.pending)
         self.pending = [p for p in self.pending if p.request.request_id != request_id]
         return len(self.pending) != before
@@ -244,7 +288,18 @@ class StructuredOutputs:
 
     def accept(self, request_id: str, token_id: int) -> bool:
         matcher = self.matchers.get(request_id)
-        return matcher is None or matcher.accept(token_id)
+        if matcher is None:
+            return True
+        accepted = matcher.accept(token_id)
+        check = self.checks.get(request_id)
+        if accepted and check is not None:
+            check.token_ids.append(token_id)
+        return accepted
+
+    def violation(self, request_id: str) -> str | None:
+        """For a finished request whose grammar was widened: how its document breaks the schema."""
+        check = self.checks.get(request_id)
+        return None if check is None else check.violation(self._vocab)
 
     def is_terminated(self, request_id: str) -> bool:
         matcher = self.matchers.get(request_id)

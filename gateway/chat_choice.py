@@ -40,6 +40,7 @@ class ChoiceState:
         self.num_cached_tokens = 0
         self.finish_reason: str | None = None
         self.stop_reason: int | str | None = None  # the engine's: the stop string or token id that ended it
+        self.violation: str | None = None  # lenient structured output: how the document breaks its schema
 
     def absorb(self, out: Any) -> tuple[DeltaParts, list[ChatTokenLogprob] | None]:
         """The parts and logprob entries this output adds; sets `finish_reason` when it ends."""
@@ -58,6 +59,7 @@ class ChoiceState:
         if out.finished:
             self.finish_reason = self._finish_reason(out.finish_reason)
             self.stop_reason = getattr(out, "stop_reason", None)
+            self.violation = getattr(out, "structured_violation", None)
         return parts, entries
 
     def _finish_reason(self, engine_reason: str | None) -> str:

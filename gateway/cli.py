@@ -53,6 +53,7 @@ def _engine_config(args: argparse.Namespace):
         gpu_memory_utilization=args.gpu_memory_utilization,
         structured_outputs_open_objects=args.structured_outputs_open_objects,
         structured_outputs_property_order=args.structured_outputs_property_order,
+        structured_outputs_lenient=args.structured_outputs_lenient,
         speculative=args.speculative,
         draft_model=args.draft_model,
         num_speculative_tokens=args.num_speculative_tokens,

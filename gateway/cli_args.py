@@ -59,6 +59,10 @@ def _output_flags(serve: argparse.ArgumentParser) -> None:
     group.add_argument("--structured-outputs-property-order", default="declared", choices=["declared", "any"],
                        help="JSON schemas' object properties: in the schema's declared order (default; as OpenAI, "
                             "xgrammar and llguidance) or in any order (small objects; grammar/README.md)")
+    group.add_argument("--structured-outputs-lenient", action="store_true",
+                       help="a JSON schema with no exact grammar (uniqueItems, a oneOf that cannot be separated, ...) "
+                            "compiles a wider one instead of a 400; the finished document is checked with jsonschema "
+                            "and a violation is reported in the choice's structured_output_violation")
 
 
 def _store_flags(serve: argparse.ArgumentParser) -> None:

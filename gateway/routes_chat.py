@@ -79,8 +79,10 @@ class ChatCall:
             for _ in self.params
         ]
 
-    def chunk(self, index: int, delta: ChatDelta, *, finish_reason: str | None = None, logprobs=None):
-        choice = ChunkChoice(index=index, delta=delta, logprobs=logprobs, finish_reason=finish_reason)
+    def chunk(self, index: int, delta: ChatDelta, *, finish_reason: str | None = None, logprobs=None,
+              violation: str | None = None):
+        choice = ChunkChoice(index=index, delta=delta, logprobs=logprobs, finish_reason=finish_reason,
+                             **_violation(violation))
         return ChatCompletionChunk(id=self.id, created=self.created, model=self.services.model_name, choices=[choice])
 
     def usage(self) -> Usage:
@@ -99,7 +101,8 @@ class ChatCall:
 
     def body(self) -> ChatCompletion:
         choices = [
-            ChatChoice(index=i, message=s.builder.message(), logprobs=s.chat_logprobs(), finish_reason=s.finish_reason)
+            ChatChoice(index=i, message=s.builder.message(), logprobs=s.chat_logprobs(), finish_reason=s.finish_reason,
+                       **_violation(s.violation))
             for i, s in enumerate(self.states)
         ]
         return ChatCompletion(id=self.id, created=self.created, model=self.services.model_name, choices=choices,
@@ -115,7 +118,7 @@ class ChatCall:
             if parts or entries:
                 chunks.append(self.chunk(index, parts.to_delta(field), logprobs=state.chat_logprobs(entries)))
             if state.finish_reason is not None:
-                chunks.append(self.chunk(index, ChatDelta(), finish_reason=state.finish_reason))
+                chunks.append(self.chunk(index, ChatDelta(), finish_reason=state.finish_reason, violation=state.violation))
             await sse.send_many(chunks)
         if self.req.stream_options is not None and self.req.stream_options.include_usage:
             await sse.send(ChatCompletionChunk(id=self.id, created=self.created, model=self.services.model_name,
@@ -127,3 +130,8 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     req = await read_body(request, ChatCompletionRequest)
     check_model(services, req.model)
     return await respond(request, services, ChatCall(services, req))
+
+
+def _violation(text: str | None) -> dict[str, str]:
+    """The choice's `structured_output_violation` (lenient structured output), present only when set."""
+    return {"structured_output_violation": text} if text else {}

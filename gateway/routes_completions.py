@@ -51,6 +51,7 @@ class ChoiceText:
         self.num_tokens = 0
         self.num_cached_tokens = 0
         self.finish_reason: str | None = None
+        self.violation: str | None = None  # lenient structured output: how the document breaks its schema
         self.logprobs = _empty_logprobs()
 
     def absorb(self, services: Services, out: Any) -> tuple[str, CompletionLogprobs | None]:
@@ -76,6 +77,7 @@ class ChoiceText:
             if out.finish_reason in ("abort", "error"):
                 raise EngineUnavailable(f"the engine ended the request ({out.finish_reason})")
             self.finish_reason = out.finish_reason
+            self.violation = getattr(out, "structured_violation", None)
         return out.text, new
 
     def _add_prompt_entries(self, services: Services, new: CompletionLogprobs, prompt_logprobs: list) -> None:
@@ -145,7 +147,8 @@ class CompletionCall:
         want_logprobs = self.req.logprobs is not None
         choices = [
             CompletionChoice(index=i, text=c.echo + c.text, finish_reason=c.finish_reason,
-                             logprobs=c.logprobs if want_logprobs else None)
+                             logprobs=c.logprobs if want_logprobs else None,
+                             **({"structured_output_violation": c.violation} if c.violation else {}))
             for i, c in enumerate(self.choices)
         ]
         return self.response(choices, self.usage())
@@ -157,7 +160,8 @@ class CompletionCall:
             choice = self.choices[index]
             text, logprobs = choice.absorb(self.services, out)
             if text or logprobs or choice.finish_reason:
-                item = CompletionChoice(index=index, text=text, logprobs=logprobs, finish_reason=choice.finish_reason)
+                item = CompletionChoice(index=index, text=text, logprobs=logprobs, finish_reason=choice.finish_reason,
+                                        **({"structured_output_violation": choice.violation} if choice.violation else {}))
                 await sse.send(self.response([item]))
         if self.req.stream_options is not None and self.req.stream_options.include_usage:
             await sse.send(self.response([], self.usage()))

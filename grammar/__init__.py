@@ -34,8 +34,8 @@ from __future__ import annotations
 
 from grammar.bitmask import allocate_bitmask, apply_bitmask, unpack_bitmask
 from grammar.compiled import CompiledGrammar
-from grammar.compiler import (Compiler, compile_choice, compile_gbnf, compile_json_schema, compile_lark, compile_regex,
-                              compile_structural_tag, compiler_for, prepare)
+from grammar.compiler import (Compiler, compile_choice, compile_gbnf, compile_json_schema, compile_json_schema_lenient,
+                              compile_lark, compile_regex, compile_structural_tag, compiler_for, prepare)
 from grammar.errors import GrammarError
 from grammar.matcher import Matcher
 from grammar.time_limit import time_limit
@@ -43,6 +43,6 @@ from grammar.vocab import Vocabulary
 
 __all__ = [
     "CompiledGrammar", "Compiler", "GrammarError", "Matcher", "Vocabulary", "allocate_bitmask", "apply_bitmask",
-    "compile_choice", "compile_gbnf", "compile_json_schema", "compile_lark", "compile_regex", "compile_structural_tag",
+    "compile_choice", "compile_gbnf", "compile_json_schema", "compile_json_schema_lenient", "compile_lark", "compile_regex", "compile_structural_tag",
     "compiler_for", "prepare", "time_limit", "unpack_bitmask",
 ]

@@ -19,6 +19,7 @@ from grammar.bitmask import BitmaskViews
 from grammar.compiled import FIRST_MASKS_BUDGET_S, CompiledGrammar
 from grammar.errors import GrammarError
 from grammar.frontends.gbnf import gbnf_to_grammar
+from grammar.frontends.json_lenient import MAX_WIDENINGS, widen
 from grammar.frontends.json_schema import compile_schema_to_grammar
 from grammar.frontends.lark import lark_to_grammar
 from grammar.frontends.regex import regex_to_node
@@ -175,6 +176,32 @@ def compile_json_schema(schema: dict[str, Any] | str | bool, vocab: Vocabulary, 
     saying `additionalProperties` admits only those, and `prefixItems` without `items` admit nothing
     after them (xgrammar's strict mode, OpenAI's strict tools); False keeps JSON Schema's meaning."""
     return compiler_for(vocab).compile_json_schema(schema, whitespace, strict, property_order)
+
+
+def compile_json_schema_lenient(schema: dict[str, Any] | str | bool, vocab: Vocabulary, whitespace: str = "compact",
+                                strict: bool = False, property_order: str = "declared"
+                                ) -> tuple[CompiledGrammar, list[str]]:  # fmt: skip
+    """`compile_json_schema`, or where it raises a GrammarError a grammar of a wider schema
+    (grammar/frontends/json_lenient.py): (the grammar, what was relaxed: one note per widening
+    naming the keyword and its pointer; empty when the grammar is exact). Documents it accepts
+    may then break the schema: the caller checks them (engine/structured.py). A compile that ran
+    out of time and a schema that is not JSON still raise."""
+    if isinstance(schema, str):
+        try:
+            schema = json.loads(schema)
+        except ValueError as exc:
+            raise GrammarError(f"schema is not valid JSON: {exc}") from None
+    relaxed: list[str] = []
+    current: Any = schema
+    for _ in range(MAX_WIDENINGS):
+        try:
+            return compile_json_schema(current, vocab, whitespace, strict, property_order), relaxed
+        except GrammarError as exc:
+            if current is True or "exceeded the limit" in str(exc):
+                raise
+            current, note = widen(current, str(exc))
+            relaxed.append(note)
+    return compile_json_schema(True, vocab, whitespace, strict, property_order), [*relaxed, "the whole schema"]
 
 
 def compile_regex(pattern: str, vocab: Vocabulary) -> CompiledGrammar:

@@ -101,6 +101,8 @@ class EngineOutput(msgspec.Struct, kw_only=True, omit_defaults=True):
     error: str | None = None
     num_draft_tokens: int = 0  # speculative decoding: drafts verified this step, and those accepted
     num_accepted_tokens: int = 0
+    # --structured-outputs-lenient: why the finished document breaks its JSON schema (the grammar was widened)
+    structured_violation: str | None = None
 
 
 class EngineStats(msgspec.Struct, kw_only=True):

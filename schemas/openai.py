@@ -185,6 +185,8 @@ class ChatChoice(msgspec.Struct, kw_only=True):
     message: dict[str, Any]
     logprobs: ChatLogprobs | None
     finish_reason: str | None
+    # --structured-outputs-lenient: how the document breaks its JSON schema (absent unless it does)
+    structured_output_violation: str | msgspec.UnsetType = msgspec.UNSET
 
 
 class ChatCompletion(msgspec.Struct, kw_only=True):
@@ -210,6 +212,8 @@ class ChunkChoice(msgspec.Struct, kw_only=True):
     delta: ChatDelta
     logprobs: ChatLogprobs | None = None
     finish_reason: str | None = None
+    # --structured-outputs-lenient: how the document breaks its JSON schema (absent unless it does)
+    structured_output_violation: str | msgspec.UnsetType = msgspec.UNSET
 
 
 class ChatCompletionChunk(
@@ -236,6 +240,8 @@ class CompletionChoice(msgspec.Struct, kw_only=True):
     text: str
     logprobs: CompletionLogprobs | None = None
     finish_reason: str | None = None
+    # --structured-outputs-lenient: how the document breaks its JSON schema (absent unless it does)
+    structured_output_violation: str | msgspec.UnsetType = msgspec.UNSET
 
 
 class Completion(msgspec.Struct, kw_only=True, omit_defaults=True, tag_field="object", tag="text_completion"):
