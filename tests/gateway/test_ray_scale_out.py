@@ -46,6 +46,10 @@ def ray_cluster(monkeypatch):
     monkeypatch.setenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
     monkeypatch.setattr(ray_constants, "ENABLE_RAY_CLUSTER", False)
     temp_dir = tempfile.mkdtemp(prefix="rt", dir="/tmp")  # short: Ray's socket paths live under it
+    # Cluster() writes the head's address to $RAY_TMPDIR/ray/ray_current_cluster (default /tmp/ray) without
+    # creating the folder: on a fresh machine it does not exist; here it is the test's own
+    os.makedirs(os.path.join(temp_dir, "ray"))
+    monkeypatch.setenv("RAY_TMPDIR", temp_dir)
     clusters = []
 
     def start(num_nodes: int):
