@@ -10,6 +10,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, G
 
 from gateway.engine_pool import EnginePool
 
+REPLICA_STATES = ("ok", "restarting", "draining", "dead")  # EnginePool.replicas()' "state"
 _LATENCY_BUCKETS = (0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 10.0, 20.0, 40.0)
 
 
@@ -48,6 +49,12 @@ class GatewayMetrics:
                                       replica, registry=reg)  # fmt: skip
         self.replica_load = Gauge("gateway_replica_load_tokens", "Tokens in flight (routing's load)", replica,
                                   registry=reg)  # fmt: skip
+        # A state set (OpenMetrics' StateSet as a gauge): one sample per state, 1 for the replica's own, so a
+        # dashboard (the playground's fleet table) tells restarting from draining from dead, which _up cannot.
+        self.replica_state = Gauge("gateway_replica_state", "1 for the replica's state (ok, restarting, draining, "
+                                   "dead), 0 for the others", [*replica, "state"], registry=reg)  # fmt: skip
+        self.replica_failovers = Gauge("gateway_replica_failovers", "Requests re-routed away from the replica after "
+                                       "it died before their first token", replica, registry=reg)  # fmt: skip
         self.replicas = Gauge("gateway_replicas", "Engine replicas (autoscaling moves this)", registry=reg)
         self.failovers = Gauge("gateway_failovers", "Requests re-routed after their replica died before their "
                                "first token", registry=reg)  # fmt: skip
@@ -86,7 +93,7 @@ class GatewayMetrics:
 
     def _render_fleet(self, pool: EnginePool) -> None:
         gauges = (self.replica_up, self.replica_running, self.replica_waiting, self.replica_kv_usage,
-                  self.replica_hit_rate, self.replica_load)  # fmt: skip
+                  self.replica_hit_rate, self.replica_load, self.replica_state, self.replica_failovers)  # fmt: skip
         for gauge in gauges:
             gauge.clear()  # replicas come and go (autoscaling, a replacement on another node)
         for row in pool.replicas():
@@ -97,6 +104,9 @@ class GatewayMetrics:
             self.replica_kv_usage.labels(*labels).set(row["kv_usage"])
             self.replica_hit_rate.labels(*labels).set(row["prefix_hit_rate"])
             self.replica_load.labels(*labels).set(row["load_tokens"])
+            self.replica_failovers.labels(*labels).set(row["failovers"])
+            for state in REPLICA_STATES:
+                self.replica_state.labels(*labels, state).set(1.0 if row["state"] == state else 0.0)
         self.replicas.set(pool.size)
         self.failovers.set(pool.num_failovers)
         self.scale_events.labels("up").set(pool.num_scale_ups)
