@@ -50,12 +50,12 @@ def _run(cmd: list[str], env: dict[str, str]) -> str:
 class FakeServer(ServerProcess):
     """tests.e2e.playground_server as a subprocess: the real app over the scripted fake engine."""
 
-    def __init__(self, tokenizer_dir: Path, api_key: str) -> None:
+    def __init__(self, tokenizer_dir: Path, api_key: str, replicas: int = 1) -> None:
         self.port = free_port()
         self.api_key = api_key
         self.url = f"http://127.0.0.1:{self.port}"
         cmd = [sys.executable, "-m", "tests.e2e.playground_server", "--port", str(self.port),
-               "--tokenizer", str(tokenizer_dir), "--api-key", api_key]
+               "--tokenizer", str(tokenizer_dir), "--api-key", api_key, "--replicas", str(replicas)]
         self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      start_new_session=True, env=dict(os.environ, PYTHONUNBUFFERED="1"))
         self.lines: list[str] = []

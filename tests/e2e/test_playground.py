@@ -2,8 +2,9 @@
 
 The tiny random model (the shared `server`) serves the chat, structured-output and metrics tests; the
 scripted fake engine behind the real app (tests/e2e/playground_server.py) serves what a random model
-cannot write: reasoning, a tool call, a slow stream to stop, and it asks for an API key. Each test saves
-a screenshot under build/test-artifacts/playground/ (git-ignored).
+cannot write: reasoning, a tool call, a slow stream to stop, a fleet of two replicas (one of which a
+prompt kills), and it asks for an API key. Each test saves a screenshot under
+build/test-artifacts/playground/ (git-ignored).
 """
 
 from __future__ import annotations
@@ -41,8 +42,9 @@ def browser(chromium):
 
 @pytest.fixture(scope="session")
 def fake_process(chromium, tiny_model_dir):
-    """The fake-engine server, started without waiting for it."""
-    proc = FakeServer(tiny_model_dir, API_KEY)
+    """The fake-engine server, started without waiting for it: two replicas on named nodes (node-a,
+    node-b), one of which the fleet test kills."""
+    proc = FakeServer(tiny_model_dir, API_KEY, replicas=2)
     yield proc
     proc.stop()
 
@@ -270,7 +272,122 @@ def test_metrics_panel_updates(open_page, tiny_server):
         let n = 0; for (let i = 0; i < data.length; i += 4) if (data[i + 1] > 150 && data[i] < 120) n++;
         return n; }""")  # pixels of the green series line
     assert inked > 0
+    # the tiny server's two local engine cores (--data-parallel-size 2): the fleet table, from the same poll
+    assert [row[:3] for row in page.evaluate(FLEET_ROWS)] == [["0", "local", "ok"], ["1", "local", "ok"]]
+    assert page.is_hidden("#fleet-line") and page.inner_text("#fleet-summary") == "2 · 2 ok"
     tab.screenshot("metrics")
+    tab.check_clean()
+
+
+FLEET_ROWS = """() => [...document.querySelectorAll('#fleet-body tr')].map(
+    (tr) => [...tr.children].map((td) => td.textContent))"""
+SNAPSHOT_FLEET = """() => {
+    window.fleetSnapshots = [];
+    new MutationObserver(() => window.fleetSnapshots.push(
+        [...document.querySelectorAll('#fleet-body tr')].map((tr) => [tr.dataset.state, tr.children[7].textContent]))
+    ).observe(document.getElementById("fleet-body"), {childList: true});
+}"""
+
+
+def test_fleet_table_follows_the_replicas(open_page, fake_server):
+    """Two fake replicas on nodes node-a and node-b, read from the panel's /metrics poll (no other
+    request): a slow stream shows on its replica's row (running, KV usage); a replica killed before
+    its first token (the server's "crash a replica" prompt) shows restarting with the failover it
+    caused while the other answers, then ok again."""
+    tab = open_page(fake_server.url, "?poll_ms=100")
+    page = tab.page
+    tab.enter_key(API_KEY)
+    tab.wait_model("fake-model")
+    page.wait_for_function("() => document.querySelectorAll('#fleet-body tr').length === 2")
+    assert page.is_visible("#fleet-table") and page.is_hidden("#fleet-line")
+    assert [row[:3] for row in page.evaluate(FLEET_ROWS)] == [["0", "node-a", "ok"], ["1", "node-b", "ok"]]
+    assert page.inner_text("#fleet-summary") == "2 · 2 ok"
+
+    page.fill("input[name=max_tokens]", "2000")  # 126 of a replica's 1,024 fake KV blocks while it streams
+    tab.send("Please count slowly")
+    page.wait_for_function("() => [...document.querySelectorAll('#fleet-body tr')].some((tr) => tr.children[3].textContent === '1')")
+    busy, idle = sorted(page.evaluate(FLEET_ROWS), key=lambda row: row[3], reverse=True)
+    assert busy[3:5] == ["1", "0"] and float(busy[5].rstrip("%")) > 5
+    assert idle[3:6] == ["0", "0", "0%"]
+    page.click("#stop")
+    tab.reply(1, "stopped")
+
+    page.evaluate(SNAPSHOT_FLEET)
+    tab.send("Please crash a replica")
+    answer = tab.reply(3).query_selector(".content").inner_text()
+    survivor = answer.split()[1]
+    assert answer == f"Replica {survivor} answered instead." and survivor in ("0", "1")
+    victim = str(1 - int(survivor))
+    page.wait_for_selector(f"#fleet-body tr[data-replica='{victim}'][data-state='restarting']")
+    tab.screenshot("fleet")
+    rows = {row[0]: row for row in page.evaluate(FLEET_ROWS)}
+    assert rows[victim][2:] == ["restarting", "0", "0", "0%", "0%", "1"]  # the request it lost went elsewhere
+    assert rows[survivor][2] == "ok" and rows[survivor][7] == "0"
+    assert page.inner_text("#fleet-summary") == "2 · 1 ok"
+    page.wait_for_function(f"() => document.querySelector(\"#fleet-body tr[data-replica='{victim}']\").dataset.state === 'ok'")
+    assert page.evaluate(FLEET_ROWS)[int(victim)][7] == "1"  # the replacement keeps its slot's count
+    states = {snapshot[int(victim)][0] for snapshot in page.evaluate("window.fleetSnapshots")}
+    assert "restarting" in states and states <= {"ok", "dead", "restarting"}  # dead until the supervisor's tick
+    tab.check_clean()
+    assert not [u for u in tab.requests if "/health" in u]  # the table rides on the /metrics poll
+
+
+FLEET_EXPOSITION = """# HELP gateway_replica_up 1 while the replica serves
+# TYPE gateway_replica_up gauge
+gateway_replica_up{node="10.0.0.7/0a1b2c3d",replica="0"} 1.0
+gateway_replica_up{node="we\\"ird\\\\node",replica="2"} 0.0
+gateway_replica_up{node="old",replica="10"} 0.0
+gateway_replica_state{node="10.0.0.7/0a1b2c3d",replica="0",state="ok"} 1.0
+gateway_replica_state{node="10.0.0.7/0a1b2c3d",replica="0",state="dead"} 0.0
+gateway_replica_state{node="we\\"ird\\\\node",replica="2",state="ok"} 0.0
+gateway_replica_state{node="we\\"ird\\\\node",replica="2",state="draining"} 1.0
+gateway_replica_num_requests_running{node="10.0.0.7/0a1b2c3d",replica="0"} 3.0
+gateway_replica_num_requests_waiting{node="10.0.0.7/0a1b2c3d",replica="0"} 2.0
+gateway_replica_kv_cache_usage_ratio{node="10.0.0.7/0a1b2c3d",replica="0"} 0.25
+gateway_replica_kv_cache_usage_ratio{node="we\\"ird\\\\node",replica="2"} 0.004
+gateway_replica_prefix_cache_hit_rate{node="10.0.0.7/0a1b2c3d",replica="0"} 0.875
+gateway_replica_failovers{node="we\\"ird\\\\node",replica="2"} 2.0
+gateway_num_requests_running 3.0
+"""
+
+CHECK_FLEET = """async (text) => {
+    const base = document.baseURI;
+    const metrics = await import(new URL("static/js/metrics.js", base).href);
+    const fleet = await import(new URL("static/js/fleet.js", base).href);
+    const rows = fleet.fleetRows(metrics.parseSamples(text));
+    const make = (tag) => document.createElement(tag);
+    const els = {section: make("section"), summary: make("small"), line: make("p"), table: make("table"), body: make("tbody")};
+    const table = new fleet.FleetTable(els);
+    table.show(rows);
+    const cells = [...els.body.children].map((tr) => [...tr.children].map((td) => td.textContent));
+    const shown = {section: !els.section.hidden, table: !els.table.hidden, line: !els.line.hidden, summary: els.summary.textContent};
+    table.show(rows.slice(0, 1));
+    const one = {table: !els.table.hidden, line: els.line.hidden ? null : els.line.textContent};
+    table.show([]);
+    return {rows, cells, shown, one, none: els.section.hidden,
+            total: metrics.parsePrometheus(text).get("gateway_num_requests_running")};
+}"""
+
+
+def test_fleet_rows_from_an_exposition(open_page, fake_server):
+    """The page's own parsing, on an exposition written out: escaped label values, replicas in numeric
+    order, every state the table colours (and "down" from _up alone when a server lacks the state set)."""
+    tab = open_page(fake_server.url)
+    result = tab.page.evaluate(CHECK_FLEET, FLEET_EXPOSITION)
+    weird = 'we"ird\\node'
+    assert result["rows"] == [
+        {"replica": 0, "node": "10.0.0.7/0a1b2c3d", "state": "ok", "running": 3, "waiting": 2, "kv": 0.25,
+         "hitRate": 0.875, "failovers": 0},
+        {"replica": 2, "node": weird, "state": "draining", "running": 0, "waiting": 0, "kv": 0.004, "hitRate": 0,
+         "failovers": 2},
+        {"replica": 10, "node": "old", "state": "down", "running": 0, "waiting": 0, "kv": 0, "hitRate": 0, "failovers": 0},
+    ]
+    assert result["cells"] == [["0", "10.0.0.7/0a1b2c3d", "ok", "3", "2", "25%", "88%", "0"],
+                               ["2", weird, "draining", "0", "0", "0.4%", "0%", "2"],
+                               ["10", "old", "down", "0", "0", "0%", "0%", "0"]]
+    assert result["shown"] == {"section": True, "table": True, "line": False, "summary": "3 · 1 ok"}
+    assert result["one"] == {"table": False, "line": "replica 0 on 10.0.0.7/0a1b2c3d: ok"}
+    assert result["none"] is True and result["total"] == 3  # the panel's sums still add labelled samples
     tab.check_clean()
 
 

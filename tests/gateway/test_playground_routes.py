@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 
 import pytest
@@ -9,6 +10,8 @@ from yarl import URL
 
 from gateway.routes_playground import CONTENT_SECURITY_POLICY, STATIC_DIR, load_static
 from gateway.state import GatewaySettings
+from tests.gateway.fake_engine import FakeLLM
+from tests.helpers.waiting import wait_until
 
 IMPORT_RE = re.compile(r'^import .* from "\./([\w.-]+)";$', re.M)
 
@@ -74,3 +77,47 @@ def test_a_missing_page_fails_at_startup(tmp_path):
     (tmp_path / "js" / "main.js").write_text("// x\n")
     with pytest.raises(RuntimeError, match="index.html"):
         load_static(tmp_path)
+
+
+GAUGE_RE = re.compile(r'^  (gateway_\w+): "\w+",$|^const STATE = "(gateway_\w+)";$', re.M)
+SAMPLE_RE = re.compile(r'^(gateway_replica_\w+)\{([^}]*)\} (\S+)$', re.M)
+
+
+async def test_metrics_carry_the_fleet_the_page_shows(make_client, tokenizer):
+    """The fleet table reads only /metrics (the poll the panel already makes): every gauge fleet.js
+    names is there per replica, and its state set and failovers agree with /health's rows. Two
+    replicas; one dies under a request that has not started (moved to the other, a failover) and,
+    with no restarts, stays dead."""
+    engines = [FakeLLM(tokenizer), FakeLLM(tokenizer)]
+    client = await make_client(engines=engines, restart=False)
+    for engine in engines:
+        engine.pause()
+    post = asyncio.create_task(client.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "Hi"}]}))
+    await wait_until(lambda: sum(e.num_inflight for e in engines) == 1)
+    victim = next(e for e in engines if e.num_inflight)
+    victim.kill()
+    for engine in engines:
+        engine.resume()
+    assert (await post).status == 200
+
+    health = await (await client.get("/health")).json()
+    rows = {str(row["replica"]): row for row in health["replicas"]}
+    dead = str(engines.index(victim))
+    assert rows[dead]["state"] == "dead" and rows[dead]["failovers"] == 1
+    assert {row["state"] for key, row in rows.items() if key != dead} == {"ok"}
+
+    text = await (await client.get("/metrics")).text()
+    samples: dict[str, dict[tuple, float]] = {}
+    for name, labels, value in SAMPLE_RE.findall(text):
+        samples.setdefault(name, {})[tuple(sorted(labels.split(",")))] = float(value)
+    names = [a or b for a, b in GAUGE_RE.findall((STATIC_DIR / "js" / "fleet.js").read_text())]
+    assert len(names) == 7 and "gateway_replica_state" in names
+    for name in names:
+        assert name in samples, f"fleet.js reads {name}, which /metrics lacks"
+    for key, row in rows.items():
+        where = (f'node="{row["node"]}"', f'replica="{key}"')
+        for state in ("ok", "restarting", "draining", "dead"):
+            assert samples["gateway_replica_state"][tuple(sorted((*where, f'state="{state}"')))] == (state == row["state"])
+        assert samples["gateway_replica_failovers"][where] == row["failovers"]
+        assert samples["gateway_replica_num_requests_running"][where] == row["running"] == 0
+        assert samples["gateway_replica_kv_cache_usage_ratio"][where] == row["kv_usage"] == 0.0

@@ -78,8 +78,9 @@ class Page {
     const ids = { panel: "metrics", tps: "m-tps", ttft: "m-ttft", itl: "m-itl", tokens: "m-tokens", running: "m-running",
                   waiting: "m-waiting", kv: "m-kv", gen: "m-gen", status: "m-status", requests: "plot-requests",
                   kvPlot: "plot-kv", genPlot: "plot-gen" };
-    const els = Object.fromEntries(Object.entries(ids).map(([k, id]) => [k, $(id)]));
-    const metrics = new MetricsPanel(this.api, els, options);
+    const byId = (map) => Object.fromEntries(Object.entries(map).map(([k, id]) => [k, $(id)]));
+    const fleet = { section: "fleet", summary: "fleet-summary", line: "fleet-line", table: "fleet-table", body: "fleet-body" };
+    const metrics = new MetricsPanel(this.api, byId(ids), byId(fleet), options);
     window.addEventListener("resize", () => metrics.draw());
     return metrics;
   }

@@ -1,26 +1,49 @@
 // The live metrics panel: the last reply's timing, and the server's gauges polled from /metrics and plotted.
 
+import { FleetTable, fleetRows } from "./fleet.js";
 import { drawPlot } from "./plot.js";
 
-// name -> value for every sample of a Prometheus text exposition (labelled samples summed per name).
-export function parsePrometheus(text) {
-  const values = new Map();
+// Every sample of a Prometheus text exposition as {name, labels, value}: the fleet view needs the labels.
+export function parseSamples(text) {
+  const samples = [];
   for (const line of text.split("\n")) {
     if (!line || line.startsWith("#")) continue;
     const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*\})?\s+(\S+)/.exec(line);
     if (!m) continue;
     const value = Number(m[3]);
-    if (Number.isFinite(value)) values.set(m[1], (values.get(m[1]) || 0) + value);
+    if (Number.isFinite(value)) samples.push({ name: m[1], labels: parseLabels(m[2] || ""), value });
   }
+  return samples;
+}
+
+// {a="x",b="y\"z"} -> {a: "x", b: 'y"z'} (the exposition escapes \\, \" and \n in label values).
+function parseLabels(text) {
+  const labels = {};
+  for (const m of text.matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) {
+    labels[m[1]] = m[2].replace(/\\(.)/g, (_, c) => (c === "n" ? "\n" : c));
+  }
+  return labels;
+}
+
+// name -> value for every sample (labelled samples summed per name).
+export function parsePrometheus(text) {
+  return sumByName(parseSamples(text));
+}
+
+function sumByName(samples) {
+  const values = new Map();
+  for (const { name, value } of samples) values.set(name, (values.get(name) || 0) + value);
   return values;
 }
 
 const fixed = (v, digits = 1) => (v === null || v === undefined ? "–" : v.toFixed(digits));
 
 export class MetricsPanel {
-  // els: {panel, tps, ttft, itl, tokens, running, waiting, kv, gen, status, requests, kvPlot, genPlot}.
-  constructor(api, els, { pollMs = 1000, windowS = 300 } = {}) {
+  // els: {panel, tps, ttft, itl, tokens, running, waiting, kv, gen, status, requests, kvPlot, genPlot};
+  // fleetEls: FleetTable's elements (the replicas come from the same poll: no second request).
+  constructor(api, els, fleetEls, { pollMs = 1000, windowS = 300 } = {}) {
     Object.assign(this, { api, els, pollMs, windowS });
+    this.fleet = new FleetTable(fleetEls);
     this.samples = []; // {t, running, waiting, kv, generated, genRate}
     this.timer = null;
     this.polls = 0;
@@ -52,7 +75,9 @@ export class MetricsPanel {
     if (document.visibilityState === "hidden" || this.inFlight) return;
     this.inFlight = true;
     try {
-      this.add(parsePrometheus(await this.api.text("metrics")));
+      const samples = parseSamples(await this.api.text("metrics"));
+      this.add(sumByName(samples));
+      this.fleet.show(fleetRows(samples));
       this.failures = 0;
       this.els.status.textContent = "";
     } catch (e) {
