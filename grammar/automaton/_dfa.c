@@ -42,6 +42,7 @@ typedef struct {
     PyObject *edges, *eps, *calls;  /* the Nfa's lists */
     Py_ssize_t num_nfa;
     uint8_t *nfa_final;             /* [num_nfa] */
+    int8_t *nfa_ws;                 /* [num_nfa] ws_chain's memo (WS_UNKNOWN: not known) */
     int32_t *cl_off, *cl_len;       /* [num_nfa] closure in cl_pool; cl_len 0 = unknown, else len + 1 */
     int32_t *single;                /* [num_nfa] dstate + 1 of the state's closure (0 = unknown) */
     uint32_t *mark_a, *mark_b;      /* [num_nfa] generation stamps */
@@ -53,6 +54,8 @@ typedef struct {
     int32_t *utf8_target;           /* the target utf8_ok was found for (DEAD: not known) */
     uint8_t *utf8_ok, *utf8_checked;  /* every UTF-8 character leads there; upgrade tried */
     int8_t *closed;                 /* text_closed: -1 not known, 0 no, 1 yes */
+    int8_t *ws_run;                 /* ws_run: WS_UNKNOWN, NOT_WS_RUN or the whitespace bytes left */
+    uint8_t *ws_inner;              /* a gap's state after its first: warm builds no row for it */
     uint32_t *closed_gen;           /* text_closed's search: the stamp of closed_seen */
     uint64_t *closed_seen;          /* ...and the character positions the search reached the state at */
     uint32_t gen_c;
@@ -205,6 +208,193 @@ static int closure_of(Builder *b, int32_t s, int32_t *off, int32_t *n) {
     return 0;
 }
 
+/* ---- whitespace runs (the walk's count of a bounded gap, grammar/masks/_walk.c) ---- */
+
+/* A bounded whitespace gap `[\t\n ]{0,n}` (flexible JSON's MAX_FLEXIBLE_WS) is an NFA chain
+ * c_0 -ws-> c_1 -ws-> ... -ws-> c_n, each c_j with one epsilon edge to the same exit x
+ * (grammar/automaton/nfa_ref.py emit_repeat), so the DFA has a state per count, closure(c_j) =
+ * {c_j} + closure(x): rows equal but for the three whitespace bytes.  The walk counts a token's
+ * whitespace against the bound instead of stepping (and building) those states. */
+
+static inline int is_ws_byte(long c) { return c == 9 || c == 10 || c == 32; }
+
+/* 1 when NFA state s has a byte edge on tab, newline or space; -1 on error. */
+static int touches_ws(Builder *b, int32_t s) {
+    PyObject *lst = nfa_list(b->edges, s);
+    if (!lst) return -1;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(lst); i++) {
+        PyObject *e = PyList_GET_ITEM(lst, i);
+        if (!PyTuple_Check(e) || PyTuple_GET_SIZE(e) != 3) { PyErr_SetString(PyExc_TypeError, "byte edge must be (lo, hi, target)"); return -1; }
+        long lo = as_long(PyTuple_GET_ITEM(e, 0)), hi = as_long(PyTuple_GET_ITEM(e, 1));
+        if (PyErr_Occurred()) return -1;
+        if ((lo <= 9 && hi >= 9) || (lo <= 10 && hi >= 10) || (lo <= 32 && hi >= 32)) return 1;
+    }
+    return 0;
+}
+
+/* The single epsilon target of s (-1: none or several), with no calls and no rule end at s. */
+static int32_t single_exit(Builder *b, int32_t s) {
+    PyObject *eps = nfa_list(b->eps, s), *calls = nfa_list(b->calls, s);
+    if (!eps || !calls) return -2;
+    if (PyList_GET_SIZE(eps) != 1 || PyList_GET_SIZE(calls) || b->nfa_final[s]) return -1;
+    long t = as_long(PyList_GET_ITEM(eps, 0));
+    if (t == -1 && PyErr_Occurred()) return -2;
+    if (check_state(b, t) < 0) return -2;
+    return (int32_t)t;
+}
+
+/* 1 when NFA state s's byte edges are on exactly tab, newline and space, all to one state
+ * (*next); 0 when not; -1 on error. */
+static int ws_edges(Builder *b, int32_t s, int32_t *next) {
+    PyObject *lst = nfa_list(b->edges, s);
+    if (!lst) return -1;
+    uint8_t seen[3] = {0, 0, 0};
+    *next = -1;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(lst); i++) {
+        PyObject *e = PyList_GET_ITEM(lst, i);
+        if (!PyTuple_Check(e) || PyTuple_GET_SIZE(e) != 3) { PyErr_SetString(PyExc_TypeError, "byte edge must be (lo, hi, target)"); return -1; }
+        long lo = as_long(PyTuple_GET_ITEM(e, 0)), hi = as_long(PyTuple_GET_ITEM(e, 1)), t = as_long(PyTuple_GET_ITEM(e, 2));
+        if (PyErr_Occurred()) return -1;
+        if (lo > hi || (*next >= 0 && t != *next)) return 0;
+        for (long c = lo; c <= hi; c++) {
+            if (!is_ws_byte(c)) return 0;
+            seen[c == 32 ? 2 : c - 9] = 1;
+        }
+        if (check_state(b, t) < 0) return -1;
+        *next = (int32_t)t;
+    }
+    return seen[0] && seen[1] && seen[2];
+}
+
+/* How many whitespace bytes NFA state s takes along its chain (1..WS_MAX_RUN; 0: s is not a chain
+ * member; -1 on error), its exit in *exit.  A member: byte edges on exactly tab, newline and
+ * space, all to one next state; no call, no rule end, one epsilon edge (the exit); the next state
+ * a member with the same exit, or the chain's end (no byte edge, no call, no rule end, one epsilon
+ * edge to the exit).  Memoized along the chain in nfa_ws. */
+static int ws_chain(Builder *b, int32_t s, int32_t *exit) {
+    int32_t path[WS_MAX_RUN + 1];
+    int n = 0, left = -1;
+    int32_t x = single_exit(b, s), cur = s;
+    if (x < -1) return -1;
+    while (x >= 0) {
+        int32_t xc = cur == s ? x : single_exit(b, cur);
+        if (xc < -1) return -1;
+        if (xc != x) break;
+        if (cur != s && b->nfa_ws[cur] != WS_UNKNOWN) {  /* known further on */
+            if (b->nfa_ws[cur] > 0 && b->nfa_ws[cur] + n <= WS_MAX_RUN) left = b->nfa_ws[cur] + n;
+            break;
+        }
+        PyObject *lst = nfa_list(b->edges, cur);
+        if (!lst) return -1;
+        if (PyList_GET_SIZE(lst) == 0) {  /* the chain's end */
+            if (n > 0) left = n;
+            break;
+        }
+        int32_t next;
+        int r = ws_edges(b, cur, &next);
+        if (r < 0) return -1;
+        if (!r || n == WS_MAX_RUN || next == cur) break;
+        path[n++] = cur;
+        cur = next;
+    }
+    if (left <= 0) {
+        for (int i = 0; i < n; i++) b->nfa_ws[path[i]] = 0;
+        b->nfa_ws[s] = 0;
+        return 0;
+    }
+    for (int i = 0; i < n; i++) b->nfa_ws[path[i]] = (int8_t)(left - i);
+    *exit = x;
+    return left;
+}
+
+static int closure_union(Builder *b, const int32_t *ts, Py_ssize_t n);
+
+/* The targets of NFA state s's byte edges into *ts when they are on exactly tab, newline and space
+ * for each target, and s has no call and ends no rule: 1; else 0; -1 on error. */
+static int ws_targets(Builder *b, int32_t s, Vec *ts) {
+    PyObject *calls = nfa_list(b->calls, s), *lst = nfa_list(b->edges, s);
+    if (!calls || !lst) return -1;
+    if (PyList_GET_SIZE(calls) || b->nfa_final[s]) return 0;
+    const Py_ssize_t first = ts->len;
+    uint8_t bytes[64];  /* per target: bit 0 tab, 1 newline, 2 space */
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(lst); i++) {
+        PyObject *e = PyList_GET_ITEM(lst, i);
+        if (!PyTuple_Check(e) || PyTuple_GET_SIZE(e) != 3) { PyErr_SetString(PyExc_TypeError, "byte edge must be (lo, hi, target)"); return -1; }
+        long lo = as_long(PyTuple_GET_ITEM(e, 0)), hi = as_long(PyTuple_GET_ITEM(e, 1)), t = as_long(PyTuple_GET_ITEM(e, 2));
+        if (PyErr_Occurred()) return -1;
+        if (check_state(b, t) < 0) return -1;
+        Py_ssize_t j = first;
+        while (j < ts->len && ts->data[j] != t) j++;
+        if (j == ts->len) {
+            if (j - first == 64) return 0;
+            if (vec_push(ts, (int32_t)t) < 0) return -1;
+            bytes[j - first] = 0;
+        }
+        for (long c = lo; c <= hi; c++) {
+            if (!is_ws_byte(c)) return 0;
+            bytes[j - first] |= (uint8_t)(c == 9 ? 1 : c == 10 ? 2 : 4);
+        }
+    }
+    for (Py_ssize_t j = first; j < ts->len; j++)
+        if (bytes[j - first] != 7) return 0;
+    return ts->len > first;
+}
+
+/* ws_run of DFA state d: the whitespace bytes d still takes when it is a bounded gap's state (or
+ * several gaps side by side, the branches of an alternative each opening with one: `ws ,` before
+ * each optional member that may come next, beside `ws }`), whose row is the next count's state on
+ * tab, newline and space and otherwise the same for every count; NOT_WS_RUN otherwise.  That is:
+ * each NFA state of d with an edge on a whitespace byte (a member) has byte edges on exactly the
+ * three, no call and no rule end; each of their targets is a chain member (ws_chain) or a chain's
+ * end with one exit, all with the same count left; and the other NFA states of d are exactly the
+ * closures of those exits (then the next count's state is the targets plus the same others).  -1
+ * on error. */
+static int ws_run_of(Builder *b, int32_t d) {
+    if (b->ws_run[d] != WS_UNKNOWN) return 0;
+    const int32_t off = b->set_off[d], n = b->set_len[d];
+    Vec ms = {NULL, 0, 0}, ts = {NULL, 0, 0}, xs = {NULL, 0, 0};
+    int left = -1, rc = -1;
+    b->ws_run[d] = NOT_WS_RUN;
+    for (int32_t k = 0; k < n; k++) {
+        const int32_t s = b->set_pool.data[off + k];
+        int t = touches_ws(b, s);
+        if (t < 0) goto done;
+        if (!t) continue;
+        if (vec_push(&ms, s) < 0) goto done;
+        if ((t = ws_targets(b, s, &ts)) <= 0) { rc = t; goto done; }
+    }
+    rc = 0;
+    if (ms.len == 0) goto done;
+    for (Py_ssize_t i = 0; i < ts.len; i++) {
+        const int32_t m = ts.data[i];
+        int32_t x = single_exit(b, m);
+        if (x < -1) { rc = -1; goto done; }
+        if (x < 0) goto done;
+        PyObject *lst = nfa_list(b->edges, m);
+        if (!lst) { rc = -1; goto done; }
+        int l = 0;
+        if (PyList_GET_SIZE(lst) && (l = ws_chain(b, m, &x)) <= 0) { rc = l; goto done; }
+        if (left >= 0 && l != left) goto done;
+        left = l;
+        if (vec_push(&xs, x) < 0) { rc = -1; goto done; }
+    }
+    if (left + 1 > WS_MAX_RUN) goto done;
+    if (closure_union(b, xs.data, xs.len) < 0) { rc = -1; goto done; }
+    const uint32_t g = b->gen_b;  /* (closure_union's stamp: the union's states) */
+    if (b->scratch.len < 1 || b->scratch.len + ms.len != n) goto done;
+    for (Py_ssize_t i = 0; i < ms.len; i++)
+        if (b->mark_b[ms.data[i]] == g) goto done;
+    Py_ssize_t inside = 0;  /* the union's states in d (each not a member, as checked) */
+    for (int32_t k = 0; k < n; k++) inside += b->mark_b[b->set_pool.data[off + k]] == g;
+    if (inside != b->scratch.len) goto done;
+    b->ws_run[d] = (int8_t)(left + 1);
+done:
+    free(ms.data);
+    free(ts.data);
+    free(xs.data);
+    return rc;
+}
+
 /* ---- DFA states ---- */
 
 static uint64_t hash_set(const int32_t *x, Py_ssize_t n) {
@@ -233,6 +423,8 @@ static int grow_states(Builder *b) {
     GROW(utf8_ok, uint8_t)
     GROW(utf8_checked, uint8_t)
     GROW(closed, int8_t)
+    GROW(ws_run, int8_t)
+    GROW(ws_inner, uint8_t)
     GROW(closed_gen, uint32_t)
     GROW(closed_seen, uint64_t)
 #undef GROW
@@ -302,6 +494,8 @@ static int32_t intern(Builder *b, const int32_t *x, Py_ssize_t n) {
     b->utf8_checked[d] = 0;
     b->closed[d] = -1;
     b->closed_gen[d] = 0;
+    b->ws_run[d] = WS_UNKNOWN;
+    b->ws_inner[d] = 0;
     memmove(b->set_pool.data + b->set_pool.len, x, n * sizeof(int32_t));
     b->set_pool.len += n;
     Py_ssize_t i = h & (b->table_cap - 1);
@@ -479,6 +673,13 @@ write:
         if (best < 0 || ccount[k] > ccount[best]) best = k;
     memcpy(TRANS(b) + (Py_ssize_t)d * 256, row, sizeof(row));
     DOMINANT(b)[d] = (best >= 0 && ccount[best] >= MIN_DOMINANT_BYTES) ? ctarget[best] : DEAD;
+    /* a bounded whitespace gap's state (the walk counts its whitespace): the next count's state is
+     * one the walk never steps into, so warm leaves its row (and the rest of the chain) unbuilt */
+    const int32_t wt = row[' '];
+    if (wt >= 0 && wt != d && row['\t'] == wt && row['\n'] == wt) {
+        if (ws_run_of(b, d) < 0 || ws_run_of(b, wt) < 0) return -1;
+        if (b->ws_run[d] > 0 && b->ws_run[wt] > 0) b->ws_inner[wt] = 1;
+    }
     return 0;
 }
 
@@ -796,6 +997,13 @@ static int text_closed(Builder *b, int32_t d) {
         const int8_t *known = b->closed;
         int32_t last_t = f->last_t, last_p = f->last_p, t = DEAD, p = 0;
         int c = 256;
+        if (f->next == 0) {  /* first a dead step from here, before any deeper search (a whitespace gap is 25 states deep) */
+            int dead = 0;
+            for (int k = 0; k < a->num_runs[f->pos] && !dead; k++)
+                for (int x = a->lo[f->pos][k]; x <= a->hi[f->pos][k]; x++)
+                    if (row[x] < 0 || (step[x] == 0 && known[row[x]] == 0)) { dead = 1; break; }
+            if (dead) { closed = 0; break; }
+        }
         for (int k = 0; k < a->num_runs[f->pos]; k++) {  /* the next step to a pair not known or seen */
             const int hi = a->hi[f->pos][k];
             c = a->lo[f->pos][k] > f->next ? a->lo[f->pos][k] : f->next;
@@ -941,6 +1149,14 @@ static int c_text_closed(PyObject *self, PyObject *dfa, long d, long *ok) {
     return b->generation != gen;
 }
 
+static int c_ws_run(PyObject *self, PyObject *dfa, long d, long *left) {
+    Builder *b = (Builder *)self;
+    if (d < 0 || d >= b->num_states) { PyErr_SetString(PyExc_IndexError, "DFA state out of range"); return -1; }
+    if (ws_run_of(b, (int32_t)d) < 0) return -1;
+    *left = b->ws_run[d];
+    return 0;
+}
+
 /* ---- Python methods ---- */
 
 static PyObject *py_bind(Builder *b, PyObject *dfa) {
@@ -977,7 +1193,7 @@ static PyObject *py_warm(Builder *b, PyObject *args) {
     const double end = now_s() + budget;
     long built = 0;
     for (Py_ssize_t d = 0; d < b->num_states && built < max_rows; d++) {
-        if (TRANS(b)[d * 256] != UNKNOWN) continue;
+        if (TRANS(b)[d * 256] != UNKNOWN || b->ws_inner[d]) continue;
         if (build_row(b, (int32_t)d) < 0) return NULL;
         if (++built % 8 == 0 && now_s() > end) break;
     }
@@ -996,6 +1212,7 @@ static PyObject *py_close_text(Builder *b, PyObject *args) {
     long closed = 0;
     for (Py_ssize_t d = 0; d < b->num_states; d++) {
         if (d % 16 == 0 && now_s() > end) break;
+        if (b->ws_inner[d]) continue;  /* (a gap's later states: their rows would build the whole chain) */
         const int r = text_closed(b, (int32_t)d);
         if (r < 0) return NULL;
         closed += r;
@@ -1199,6 +1416,14 @@ static PyObject *py_set_slices(Builder *b, PyObject *arg) {
 
 static PyObject *py_num_states(Builder *b, PyObject *unused) { return PyLong_FromSsize_t(b->num_states); }
 
+static PyObject *py_ws_run(Builder *b, PyObject *args) {
+    PyObject *dfa;
+    long d, left;
+    if (!PyArg_ParseTuple(args, "Ol", &dfa, &d)) return NULL;
+    if (ensure_bound(b, dfa) < 0 || c_ws_run((PyObject *)b, dfa, d, &left) < 0) return NULL;
+    return PyLong_FromLong(left);
+}
+
 static int builder_init(Builder *b, PyObject *args, PyObject *kw) {
     PyObject *edges, *eps, *calls, *finals;
     int has_slicer, max_absorb;
@@ -1213,12 +1438,14 @@ static int builder_init(Builder *b, PyObject *args, PyObject *kw) {
     b->num_nfa = n;
     Py_ssize_t m = n ? n : 1;
     b->nfa_final = calloc(m, 1);
+    b->nfa_ws = malloc(m);
+    if (b->nfa_ws) memset(b->nfa_ws, WS_UNKNOWN, m);
     b->cl_off = calloc(m, sizeof(int32_t));
     b->cl_len = calloc(m, sizeof(int32_t));
     b->single = calloc(m, sizeof(int32_t));
     b->mark_a = calloc(m, sizeof(uint32_t));
     b->mark_b = calloc(m, sizeof(uint32_t));
-    if (!b->nfa_final || !b->cl_off || !b->cl_len || !b->single || !b->mark_a || !b->mark_b) { PyErr_NoMemory(); return -1; }
+    if (!b->nfa_final || !b->nfa_ws || !b->cl_off || !b->cl_len || !b->single || !b->mark_a || !b->mark_b) { PyErr_NoMemory(); return -1; }
     PyObject *it = PyObject_GetIter(finals);
     if (!it) return -1;
     PyObject *item;
@@ -1244,18 +1471,19 @@ static void builder_dealloc(Builder *b) {
     Py_XDECREF(b->edges);
     Py_XDECREF(b->eps);
     Py_XDECREF(b->calls);
-    free(b->nfa_final); free(b->cl_off); free(b->cl_len); free(b->single); free(b->mark_a); free(b->mark_b);
+    free(b->nfa_final); free(b->nfa_ws); free(b->cl_off); free(b->cl_len); free(b->single); free(b->mark_a); free(b->mark_b);
     free(b->cl_pool.data); free(b->set_pool.data); free(b->scratch.data); free(b->todo.data); free(b->edge_buf.data);
     free(b->set_off); free(b->set_len); free(b->sn_sid); free(b->sn_target); free(b->set_hash);
     free(b->table); free(b->canon);
     free(b->utf8_target); free(b->utf8_ok); free(b->utf8_checked);
-    free(b->closed); free(b->closed_gen); free(b->closed_seen); free(b->text_alpha);
+    free(b->closed); free(b->closed_gen); free(b->closed_seen); free(b->text_alpha); free(b->ws_run); free(b->ws_inner);
     Py_TYPE(b)->tp_free((PyObject *)b);
 }
 
 static PyMethodDef builder_methods[] = {
     {"bind", (PyCFunction)py_bind, METH_O, "bind(dfa): take the LazyDfa's tables (after it made them)."},
     {"row", (PyCFunction)py_row, METH_VARARGS, "row(dfa, d) -> grew: fill trans[d] and dominant[d] if unknown."},
+    {"ws_run", (PyCFunction)py_ws_run, METH_VARARGS, "ws_run(dfa, d) -> the whitespace bytes a bounded gap's state d takes, or -1."},
     {"warm", (PyCFunction)py_warm, METH_VARARGS, "warm(dfa, max_rows, budget_s) -> rows built in state order."},
     {"prepare", (PyCFunction)py_prepare, METH_VARARGS, "prepare(dfa, d) -> grew: the row, slice id and absorb length."},
     {"slice_step", (PyCFunction)py_slice_step, METH_VARARGS, "slice_step(dfa, d) -> (slice id, target)."},
@@ -1286,7 +1514,7 @@ static PyTypeObject BuilderType = {
     .tp_methods = builder_methods,
 };
 
-static DfaApi api = {c_row, c_prepare, &BuilderType, c_tables, c_upgrade, c_utf8_to, c_text_closed};
+static DfaApi api = {c_row, c_prepare, &BuilderType, c_tables, c_upgrade, c_utf8_to, c_text_closed, c_ws_run};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_dfa", "DFA row construction in C (grammar/automaton/_dfa.c).", -1, NULL};
 

@@ -20,6 +20,9 @@ MAX_SEQS = 16  # text closure: UTF-8 sequence families set_utf8 takes
 MAX_CLOSED_NODES = 4096  # a search gives up (answers no) past this many (state, character position) pairs,
 MAX_CLOSED_ROWS = 64  # or past this many rows it had to build;
 MAX_CLOSURE_ROWS = 1024  # past this many rows built by all of a DFA's searches, states not known are not closed
+WS_UNKNOWN = -2  # ws_run: not known yet
+NOT_WS_RUN = -1  # ws_run: the state is not in a bounded whitespace gap
+WS_MAX_RUN = 100  # ws_run: longer gaps are stepped state by state
 
 # Every well-formed multi-byte UTF-8 character as byte-range sequences (the builders' set_utf8).
 UTF8_SEQUENCES = (

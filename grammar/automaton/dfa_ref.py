@@ -16,7 +16,7 @@ import numpy as np
 
 from grammar.automaton.constants import (DEAD, FLAG_CALLS, FLAG_FINAL, MAX_CLOSED_NODES, MAX_CLOSED_ROWS,
                                          MAX_CLOSURE_ROWS, MAX_SEQS, MIN_DOMINANT_BYTES, NO_SLICE, SLICE_UNKNOWN,
-                                         UNBOUNDED, UNKNOWN)  # fmt: skip
+                                         NOT_WS_RUN, UNBOUNDED, UNKNOWN, WS_MAX_RUN)  # fmt: skip
 
 Seqs = tuple[tuple[tuple[int, int], ...], ...]
 
@@ -49,6 +49,8 @@ class Builder:
         self._closed: dict[int, bool] = {}  # text_closed, remembered
         self._closure_rows = 0  # rows text_closed's searches built
         self._text_pos: list[list[int]] | None = None  # text_closed's alphabet (see _text_alphabet)
+        self._ws_runs: dict[int, int] = {}  # dstate -> ws_run
+        self._ws_inner: set[int] = set()  # a gap's states after its first: warm builds no row for them
 
     # ---- configuration ----
 
@@ -193,7 +195,7 @@ class Builder:
         end = time.perf_counter() + budget_s
         built = d = 0
         while d < len(self.sets) and built < max_rows:
-            if self.dfa.trans[d, 0] == UNKNOWN:
+            if self.dfa.trans[d, 0] == UNKNOWN and d not in self._ws_inner:
                 self._build_row(d)
                 built += 1
                 if built % 8 == 0 and time.perf_counter() > end:
@@ -234,6 +236,91 @@ class Builder:
             best = max(counts, key=counts.__getitem__)
             if counts[best] >= MIN_DOMINANT_BYTES:
                 self.dfa.dominant[d] = best
+        # a bounded whitespace gap's state (the C walk counts its whitespace): the next count's state
+        # is one the walk never steps into, so warm leaves its row (and the rest of the chain) unbuilt
+        wt = int(row[32])
+        if wt >= 0 and wt != d and row[9] == wt and row[10] == wt:
+            if self._ws_run(d) > 0 and self._ws_run(wt) > 0:
+                self._ws_inner.add(wt)
+
+    # ---- bounded whitespace gaps (grammar/automaton/_dfa.c ws_run_of) ----
+
+    def ws_run(self, dfa: Any, d: int) -> int:
+        """The whitespace bytes d still takes when d is closure(c) of a bounded gap's chain member c
+        (its row the gap's other states' but for tab, newline and space), else NOT_WS_RUN."""
+        self._bound(dfa)
+        self._check(d)
+        return self._ws_run(d)
+
+    def _ws_run(self, d: int) -> int:
+        r = self._ws_runs.get(d)
+        if r is None:
+            r = self._ws_runs[d] = self._find_ws_run(d)
+        return r
+
+    def _find_ws_run(self, d: int) -> int:
+        """As _dfa.c ws_run_of: each member (an NFA state of d with an edge on a whitespace byte) has
+        byte edges on exactly tab, newline and space (to each of its targets), no call, no rule end;
+        each target is a chain member or a chain's end with one exit, all with the same count left;
+        the other NFA states of d are exactly the closures of those exits."""
+        states = self.sets[d]
+        members = [s for s in sorted(states) if any(lo <= c <= hi for lo, hi, _ in self.edges[s] for c in (9, 10, 32))]
+        if not members:
+            return NOT_WS_RUN
+        targets: list[int] = []
+        for c in members:
+            if self.nfa_calls[c] or c in self.finals:
+                return NOT_WS_RUN
+            taken: dict[int, set[int]] = {}
+            for lo, hi, t in self.edges[c]:
+                taken.setdefault(t, set()).update(range(lo, hi + 1))
+            if len(taken) > 64 or any(v != {9, 10, 32} for v in taken.values()):
+                return NOT_WS_RUN
+            targets += [t for t in taken if t not in targets]
+        left, exits = -1, []
+        for m in targets:
+            x = self._single_exit(m)
+            if x < 0:
+                return NOT_WS_RUN
+            n = 0
+            if self.edges[m]:
+                n, x = self._ws_chain(m)
+                if n <= 0:
+                    return NOT_WS_RUN
+            if left >= 0 and n != left:
+                return NOT_WS_RUN
+            left = n
+            exits.append(x)
+        if left + 1 > WS_MAX_RUN:
+            return NOT_WS_RUN
+        union = self._closure_of(exits)
+        if not union or union != states - frozenset(members):
+            return NOT_WS_RUN
+        return left + 1
+
+    def _single_exit(self, s: int) -> int:
+        eps = self.eps[s]
+        return eps[0] if len(eps) == 1 and not self.nfa_calls[s] and s not in self.finals else -1
+
+    def _ws_chain(self, s: int) -> tuple[int, int]:
+        """(whitespace bytes s takes along its chain, its exit), or (0, -1) when s is no chain member:
+        byte edges on exactly tab, newline and space to one next state, one epsilon edge (the exit),
+        no call, no rule end; the next state a member with the same exit, or the chain's end."""
+        x = self._single_exit(s)
+        n, cur = 0, s
+        while x >= 0 and self._single_exit(cur) == x:
+            edges = self.edges[cur]
+            if not edges:
+                return (n, x) if n else (0, -1)
+            targets = {t for _, _, t in edges}
+            taken = {c for lo, hi, _ in edges for c in range(lo, hi + 1)}
+            if len(targets) != 1 or taken != {9, 10, 32} or n == WS_MAX_RUN:
+                break
+            nxt = targets.pop()
+            if nxt == cur:
+                break
+            n, cur = n + 1, nxt
+        return 0, -1
 
     def _segments(self, edges: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
         """Overlapping ranges: split at every range boundary; each piece goes to the closure of
@@ -419,6 +506,12 @@ class Builder:
                 self._build_row(x)
             step = alphabet[p]
             c = f[2]
+            if c == 0:  # first a dead step from here, before any deeper search (a whitespace gap is 25 states deep)
+                row = self.dfa.trans[x]
+                if any(step[b] >= 0 and (row[b] < 0 or (step[b] == 0 and self._closed.get(int(row[b])) is False))
+                       for b in range(256)):
+                    closed = False
+                    break
             while c < 256 and step[c] < 0:
                 c += 1
             if c == 256:
@@ -470,15 +563,17 @@ class Builder:
         return t2 >= 0 and t2 != t
 
     def close_text(self, dfa: Any, budget_s: float) -> int:
-        """text_closed of every state in turn (rows built on the way) until `budget_s` passed (the
-        clock read before every 16 states, as in C); returns how many were closed."""
+        """text_closed of every state in turn (rows built on the way; not a bounded whitespace gap's
+        states after its first, which warm left unbuilt) until `budget_s` passed (the clock read
+        before every 16 states, as in C); returns how many were closed."""
         self._bound(dfa)
         end = time.perf_counter() + budget_s
         closed = d = 0
         while d < len(self.sets):
             if d % 16 == 0 and time.perf_counter() > end:
                 break
-            closed += self.text_closed(dfa, d)
+            if d not in self._ws_inner:  # (a gap's later states: their rows would build the whole chain)
+                closed += self.text_closed(dfa, d)
             d += 1
         return closed
 

@@ -27,6 +27,10 @@
 #define MAX_CLOSURE_ROWS 1024   /* past this many rows built by all of a DFA's searches, states not known are not closed */
 
 /* ---- pushdown configurations (grammar/automaton/pda.py) ---- */
+#define WS_UNKNOWN (-2)         /* ws_run: not known yet */
+#define NOT_WS_RUN (-1)         /* ws_run: the state is not in a bounded whitespace gap */
+#define WS_MAX_RUN 100          /* ws_run: longer gaps are stepped state by state */
+
 #define MAX_STACK 128           /* calls past this depth are not taken */
 #define MAX_CONFIGS 4096        /* an expansion stops growing here */
 
@@ -51,6 +55,10 @@ typedef struct {
     int (*upgrade)(PyObject *builder, PyObject *dfa, long d, long *sid);  /* LazyDfa.upgrade_to_utf8 */
     int (*utf8_to)(PyObject *builder, PyObject *dfa, long d, long target, long *ok);  /* LazyDfa.utf8_to */
     int (*text_closed)(PyObject *builder, PyObject *dfa, long d, long *ok);  /* LazyDfa.text_closed */
+    /* the whitespace bytes state d still takes when it is a bounded whitespace gap's state whose row
+     * is the gap's others' but for tab, newline and space (those: the next count's state); else
+     * NOT_WS_RUN (grammar/automaton/_dfa.c ws_run_of; the walk counts them, grammar/masks/_walk.c) */
+    int (*ws_run)(PyObject *builder, PyObject *dfa, long d, long *left);
 } DfaApi;
 
 /* module.CONSTANTS = {name: value} of the constants above (both extensions export it). */
@@ -60,7 +68,8 @@ static int add_core_constants(PyObject *module) {
         {"NO_SLICE", NO_SLICE}, {"SLICE_UNKNOWN", SLICE_UNKNOWN}, {"UNBOUNDED", UNBOUNDED},
         {"MIN_DOMINANT_BYTES", MIN_DOMINANT_BYTES}, {"MAX_STACK", MAX_STACK}, {"MAX_CONFIGS", MAX_CONFIGS},
         {"MAX_SEQS", MAX_SEQS}, {"MAX_CLOSED_NODES", MAX_CLOSED_NODES}, {"MAX_CLOSED_ROWS", MAX_CLOSED_ROWS},
-        {"MAX_CLOSURE_ROWS", MAX_CLOSURE_ROWS},
+        {"MAX_CLOSURE_ROWS", MAX_CLOSURE_ROWS}, {"WS_UNKNOWN", WS_UNKNOWN}, {"NOT_WS_RUN", NOT_WS_RUN},
+        {"WS_MAX_RUN", WS_MAX_RUN},
     };
     PyObject *d = PyDict_New();
     if (!d) return -1;

@@ -595,12 +595,13 @@ static int text_first(Tables *tb, Dfa *d, long s, uint32_t *words, Start *start,
  * call/return was first possible (position, state), the node at depth k, the cursor and end in
  * the child list being tried, and whether the prefix is still in the start slice / in the text
  * after a first byte. */
+/* (ws: the whitespace bytes counted at st's gap state, see ws_step) */
 typedef struct {
-    int32_t *st, *esc_pos, *esc_done, *nd, *cur, *lim;
+    int32_t *st, *esc_pos, *esc_done, *nd, *cur, *lim, *ws;
     uint8_t *inroot, *infc, *inpre;
 } Scratch;
 
-#define SCRATCH_INTS 6
+#define SCRATCH_INTS 7
 
 /* A Scratch's memory: on the C stack for tries up to STACK_DEPTH deep, else malloc-ed. */
 typedef struct {
@@ -627,14 +628,31 @@ static int scratch_open(ScratchMem *m, int depth) {
         }
     }
     int32_t *i = m->ints;
-    m->sc = (Scratch){i, i + depth, i + 2 * depth, i + 3 * depth, i + 4 * depth, i + 5 * depth, m->flags, m->flags + depth,
-                      m->flags + 2 * depth};
+    m->sc = (Scratch){i, i + depth, i + 2 * depth, i + 3 * depth, i + 4 * depth, i + 5 * depth, i + 6 * depth, m->flags,
+                      m->flags + depth, m->flags + 2 * depth};
     return 0;
 }
 
 static void scratch_close(ScratchMem *m) {
     if (m->ints != m->ints_buf) free(m->ints);
     if (m->flags != m->flags_buf) free(m->flags);
+}
+
+/* A whitespace byte from p (a bounded gap's state, grammar/automaton/_dfa.c ws_run_of: its row is
+ * the gap's other states' but for tab, newline and space, which lead to the next count's state):
+ * counted instead of stepped, so that a token's whitespace run passes no new state and builds no
+ * row (flexible JSON's gaps are 25 states, once built by the first walks through them).  Every
+ * count's state has p's calls, returns and flags (the chain's NFA states have none), so an escape
+ * made at p stands for one made at the state it counts for.  1 with *t = p (p stands for the
+ * state after `count` whitespace bytes) or DEAD past the bound; 0 when p is no such state (then
+ * stepped); -1 on error. */
+static inline int ws_step(Dfa *d, int32_t p, int32_t count, int32_t *t) {
+    if (!d->core) return 0;
+    long left;
+    if (d->api->ws_run(d->core, d->dfa, p, &left) < 0) return -1;
+    if (left <= 0) return 0;
+    *t = count <= left ? p : DEAD;
+    return 1;
 }
 
 /* Walk the subtree of `node` (-1: the whole trie; a node at depth `depth0`) from state `from`:
@@ -654,9 +672,11 @@ static int walk_trie(Tables *tb, const Trie *tr, int plain, Dfa *d, long from, P
     const Slice *text = &tb->slices[tb->text_id];
     const uint8_t *fm = text->set, *fpure = text->root_pure;
     int32_t *st = sc->st, *esc_pos = sc->esc_pos, *esc_done = sc->esc_done, *nd = sc->nd, *cur = sc->cur, *lim = sc->lim;
+    int32_t *ws = sc->ws;
     uint8_t *inroot = sc->inroot, *infc = sc->infc, *inpre = sc->inpre;
     const uint8_t *pre = start->pre;
     st[depth0] = (int32_t)from;
+    ws[depth0] = 0;
     esc_pos[depth0] = -1;
     nd[depth0] = (int32_t)node;
     inroot[depth0] = root_set != NULL;
@@ -673,10 +693,19 @@ static int walk_trie(Tables *tb, const Trie *tr, int plain, Dfa *d, long from, P
         if (k == 1 && b < 128 && fc[b] && start->keyed) continue;  /* text_first and keyed_walk take them */
         if (k == 1 && start->run_utf8 && !root_set[b]) continue;      /* run_walk took them */
         const int32_t p = st[k - 1];
-        int32_t t = d->t.trans[(Py_ssize_t)p * 256 + b];
-        if (t == UNKNOWN) {
-            if (dfa_build(d, p, 1) < 0) return -1;
+        int32_t t, wsc = 0;
+        int counted = 0;
+        if (b == ' ' || b == '\n' || b == '\t') {
+            wsc = ws[k - 1] + 1;
+            if ((counted = ws_step(d, p, wsc, &t)) < 0) return -1;
+        }
+        if (!counted) {
+            wsc = 0;
             t = d->t.trans[(Py_ssize_t)p * 256 + b];
+            if (t == UNKNOWN) {
+                if (dfa_build(d, p, 1) < 0) return -1;
+                t = d->t.trans[(Py_ssize_t)p * 256 + b];
+            }
         }
         const int in_pre = k == 1 ? b < 128 && pre[b] : inpre[k - 1] && fm[b];
         if (t < 0) {
@@ -718,6 +747,7 @@ static int walk_trie(Tables *tb, const Trie *tr, int plain, Dfa *d, long from, P
         }
         const uint8_t f = d->t.flags[t];
         st[k] = t;
+        ws[k] = wsc;
         esc_pos[k] = (f & FLAG_CALLS) || (nonempty && (f & FLAG_FINAL)) ? k : esc_pos[k - 1];
         esc_done[k] = 0;
         nd[k] = (int32_t)i;

@@ -451,3 +451,32 @@ def test_the_walk_builds_rows_in_c_without_calling_python(monkeypatch):
     state, pos = c_walk.run(g.dfa, g.dfa.rule_start[0], data, 0, False)  # the byte run: rows in C too
     assert state >= 0 and pos == len(data)
     assert g.dfa.num_states > before
+
+
+@needs_dfa_c
+def test_whitespace_gaps_are_found_alike_and_left_unwarmed(bench_rows):
+    """Flexible grammars: both builders say the same of every state's bounded whitespace gap
+    (`ws_run`: the whitespace bytes it still takes, which the C walk counts), and warm builds the
+    same rows, leaving a gap's states after its first unbuilt (the walk never steps into them)."""
+    vocab = byte_vocab()
+    found = 0
+    for row in bench_rows[:12]:
+        try:
+            g = compile_schema_to_grammar(row["schema"], "flexible")
+        except grammar.GrammarError:
+            continue
+        py, c = _pair(g, vocab)
+        assert py.warm(5000, float("inf")) == c.warm(5000, float("inf"))
+        assert py.num_states == c.num_states
+        for d in range(py.num_states):
+            assert py.nfa_states(d) == c.nfa_states(d), d
+            run = py.builder.ws_run(py, d)
+            assert run == c.builder.ws_run(c, d), d
+            found += run > 0
+            if run > 0 and py.trans[d, 0] != UNKNOWN:
+                nxt = int(py.trans[d, 32])
+                assert py.trans[d, 9] == py.trans[d, 10] == nxt >= 0
+                assert py.builder.ws_run(py, nxt) in (run - 1, -1)  # (-1: the gap's end, past the last count)
+                assert py.trans[nxt, 0] == UNKNOWN or run == 1  # left unwarmed
+        assert _compare(py, c, max_states=400) > 1
+    assert found > 20

@@ -24,7 +24,7 @@ from tests.grammar.test_mask_paths import LARK, SCHEMAS, _random_vocab
 needs_c = pytest.mark.skipif(CBuilder is None or c_walk is None, reason="grammar's C extensions not built")
 HEADER_NAMES = {"UNKNOWN", "DEAD", "FLAG_CALLS", "FLAG_FINAL", "NO_SLICE", "SLICE_UNKNOWN", "UNBOUNDED",
                 "MIN_DOMINANT_BYTES", "MAX_STACK", "MAX_CONFIGS", "MAX_SEQS", "MAX_CLOSED_NODES", "MAX_CLOSED_ROWS",
-                "MAX_CLOSURE_ROWS"}  # fmt: skip
+                "MAX_CLOSURE_ROWS", "WS_UNKNOWN", "NOT_WS_RUN", "WS_MAX_RUN"}  # fmt: skip
 
 
 def _reference(vocab: grammar.Vocabulary) -> grammar.Compiler:
