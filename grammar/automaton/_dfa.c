@@ -997,7 +997,8 @@ static int text_closed(Builder *b, int32_t d) {
         const int8_t *known = b->closed;
         int32_t last_t = f->last_t, last_p = f->last_p, t = DEAD, p = 0;
         int c = 256;
-        if (f->next == 0) {  /* first a dead step from here, before any deeper search (a whitespace gap is 25 states deep) */
+        if (f->next == 0 && row[' '] >= 0 && row[' '] != f->state && row['\t'] == row[' '] && row['\n'] == row[' ']) {
+            /* at what may be a whitespace gap, first a dead step from here, before any deeper search (a gap is 25 states deep) */
             int dead = 0;
             for (int k = 0; k < a->num_runs[f->pos] && !dead; k++)
                 for (int x = a->lo[f->pos][k]; x <= a->hi[f->pos][k]; x++)

@@ -506,8 +506,10 @@ class Builder:
                 self._build_row(x)
             step = alphabet[p]
             c = f[2]
-            if c == 0:  # first a dead step from here, before any deeper search (a whitespace gap is 25 states deep)
-                row = self.dfa.trans[x]
+            row = self.dfa.trans[x]
+            if c == 0 and 0 <= row[32] != x and row[9] == row[10] == row[32]:
+                # at what may be a whitespace gap, first a dead step from here, before any deeper search
+                # (a gap is 25 states deep)
                 if any(step[b] >= 0 and (row[b] < 0 or (step[b] == 0 and self._closed.get(int(row[b])) is False))
                        for b in range(256)):
                     closed = False

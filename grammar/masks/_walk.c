@@ -648,6 +648,9 @@ static void scratch_close(ScratchMem *m) {
  * stepped); -1 on error. */
 static inline int ws_step(Dfa *d, int32_t p, int32_t count, int32_t *t) {
     if (!d->core) return 0;
+    const int32_t *row = d->t.trans + (Py_ssize_t)p * 256, next = row[' '];
+    if (row[0] != UNKNOWN && (next < 0 || next == p || row['\t'] != next || row['\n'] != next))
+        return 0;  /* (a built row says no without asking: a string's space, say) */
     long left;
     if (d->api->ws_run(d->core, d->dfa, p, &left) < 0) return -1;
     if (left <= 0) return 0;
