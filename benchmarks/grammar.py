@@ -27,6 +27,10 @@ Each valid instance ours refuses is checked against its matcher: the line after 
 table names any refused by a wrong mask (one that left out a token the pushdown automaton takes),
 as opposed to a grammar decision such as declared property order.
 
+`--reordered` also feeds each valid object instance with its top-level members reversed (as valid:
+JSON objects are unordered) and prints, per engine, how many it takes: which property orders each
+engine accepts, measured rather than read from its documentation (untimed).
+
 `--slowest N` then lists our N slowest mask fills (a second pass of ours, fresh compiles): the
 schema, the step, the text before it, the configuration (a state's slice, absorb length and
 dominant target) and the time of walking that state again, warm.
@@ -92,6 +96,7 @@ class Result:
     accept_us: dict[str, list[float]] = field(default_factory=dict)
     mask_errors: list[str] = field(default_factory=list)  # schemas whose mask refused a token the matcher takes
     failures: dict[str, str] = field(default_factory=dict)  # schema id -> why it failed (compile error or refused token)
+    reordered: dict[str, bool] = field(default_factory=dict)  # --reordered: schema id -> its reordered instance accepted
 
 
 class Ours:
@@ -200,7 +205,26 @@ def _refused(tokenizer: Any, ids: list[int], step: int) -> str:
     return f"refused {tokenizer.decode(ids[step:step + 1])!r} after {tokenizer.decode(ids[:step])[-60:]!r}"
 
 
-def run_engine(engine: Any, rows: list[dict], tokenizer: Any, eos: int, gap_ms: float = 0.0) -> Result:
+def _reordered(value: Any) -> Any:
+    """The instance with its top-level object's members in reverse order (None: not an object of
+    two members or more); as valid as the instance, JSON objects being unordered."""
+    if not isinstance(value, dict) or len(value) < 2:
+        return None
+    return dict(reversed(list(value.items())))
+
+
+def _takes(engine: Any, compiled: Any, ids: list[int]) -> bool:
+    """Whether the engine's masks and matcher take these tokens one by one (untimed)."""
+    m = engine.matcher(compiled)
+    for tid in ids:
+        engine.fill(m)
+        if not engine.allowed(tid) or not engine.accept(m, tid):
+            return False
+    return True
+
+
+def run_engine(engine: Any, rows: list[dict], tokenizer: Any, eos: int, gap_ms: float = 0.0,
+               reordered: bool = False) -> Result:
     res = Result(engine.name)
     for row in rows:
         sid = row["id"]
@@ -249,6 +273,10 @@ def run_engine(engine: Any, rows: list[dict], tokenizer: Any, eos: int, gap_ms: 
             m = engine.matcher(compiled)
             res.invalid_total += 1
             res.invalid_accepted += all(engine.accept(m, t) for t in ids) and engine.accept(m, eos)
+        other = _reordered(row["valid"][0]["data"]) if reordered else None
+        if other is not None:
+            ids = tokenizer.encode(_compact(other), add_special_tokens=False) + [eos]
+            res.reordered[sid] = _takes(engine, compiled, ids)
     return res
 
 
@@ -309,6 +337,20 @@ def print_slowest(engine: Ours, rows: list[dict], tokenizer: Any, eos: int, coun
             g.index.walk.mask(g.index.tables, g.dfa, g.index, walked[0], walked[1], words)
             again = (time.perf_counter() - t0) * 1e6
         print(f"| {us:.0f} | {again:.0f} | {sid[:32]} | {step} | {before!r} | {desc} |")
+
+
+def print_reordered(runs: dict[str, list[Result]]) -> None:
+    """Each engine's count of reordered valid instances taken (first run), over the schemas every
+    engine compiled whose instance is an object of two members or more."""
+    firsts = [rs[0] for rs in runs.values()]
+    common = set.intersection(*[set(r.reordered) for r in firsts]) if firsts else set()
+    print(f"\nvalid instances with their top-level members in reverse order (another order than the schema "
+          f"declares, as valid), over the {len(common)} such schemas every engine compiled:\n")
+    print("| engine | reordered accepted | original order accepted |\n|---|---:|---:|")
+    for r in firsts:
+        taken = sum(r.reordered[sid] for sid in common)
+        original = sum(sid in r.mask_us and sid not in r.failures for sid in common)
+        print(f"| {r.name} | {taken} / {len(common)} | {original} / {len(common)} |")
 
 
 def print_failures(runs: dict[str, list[Result]], rows: list[dict]) -> None:
@@ -430,6 +472,9 @@ def main() -> None:
     parser.add_argument("--whitespace", default="compact", choices=["compact", "flexible"],
                         help="compact JSON (the gateway's default) or flexible whitespace (as vLLM configures "
                              "every engine: xgrammar any_whitespace=True, llguidance whitespace_flexible)")
+    parser.add_argument("--reordered", action="store_true",
+                        help="also feed each valid object instance with its top-level members reversed and "
+                             "count, per engine, those taken (which property orders an engine accepts)")
     parser.add_argument("--property-order", default="declared", choices=["declared", "any"],
                         help="ours: objects' properties in declared order or in any order (the others: declared)")
     args = parser.parse_args()
@@ -467,9 +512,12 @@ def run_vocab(vocab_name: str, rows: list[dict], args: argparse.Namespace) -> No
                 continue
             setup_s = time.perf_counter() - t0
             t0 = time.perf_counter()
-            runs.setdefault(name, []).append(run_engine(engine, rows, tokenizer, eos, args.gap_ms))
+            runs.setdefault(name, []).append(run_engine(engine, rows, tokenizer, eos, args.gap_ms,
+                                                        args.reordered and rep == 0))
             print(f"{vocab_name} {name} run {rep + 1}: per-tokenizer setup {setup_s:.2f} s, run {time.perf_counter() - t0:.1f} s")
     stats = print_tables(runs, len(rows), vocab_name)
+    if args.reordered:
+        print_reordered(runs)
     if args.failures:
         print_failures(runs, rows)
     if args.slowest:
