@@ -71,3 +71,39 @@ def test_a_token_does_not_depend_on_its_step(cpu_ops, window, dtype):
     other = torch.arange(20, 40).view(1, 20)
     batched = run([3, 1], [40, 70], torch.cat([other, table]), [0, 1, 2, 69])[3]
     assert torch.equal(decode, prefill) and torch.equal(decode, chunk) and torch.equal(decode, batched)
+
+
+@pytest.mark.parametrize("head_dim", [64, 128, 256])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_a_large_batch_matches_the_reference_and_each_request_alone(cpu_ops, head_dim, dtype):
+    """40 decodes and a 21-token prefill: with 4 items a thread or more a work item takes every KV
+    head of its tile (on one thread, here), values are read in place for a decode's group and from
+    the converted chunk for the prefill's tiles; each request's rows equal its rows run alone."""
+    torch.manual_seed(head_dim)
+    block_size, kv_heads, heads = 16, 3, 9
+    query_lens, seq_lens = [1] * 40 + [21], list(range(50, 90)) + [70]
+    table = torch.randperm(41 * 6).view(41, 6)
+    k_cache = torch.randn(41 * 6 * block_size, kv_heads, head_dim).to(dtype)
+    v_cache = torch.randn(41 * 6 * block_size, kv_heads, head_dim).to(dtype)
+    q = torch.randn(sum(query_lens), heads, head_dim)
+
+    def run(reqs):
+        starts = [seq_lens[r] - query_lens[r] for r in reqs]
+        slots = [int(table[r, p // block_size]) * block_size + p % block_size
+                 for r, s in zip(reqs, starts) for p in range(s, seq_lens[r])]  # fmt: skip
+        meta = build_attention_metadata([query_lens[r] for r in reqs], [seq_lens[r] for r in reqs], table[reqs],
+                                        torch.tensor(slots), block_size)  # fmt: skip
+        rows = [sum(query_lens[:r]) + i for r in reqs for i in range(query_lens[r])]
+        return kernel(q[rows], k_cache, v_cache, meta, 0.125), reference(q[rows], k_cache.float(), v_cache.float(), meta, 0.125)
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        got, want = run(list(range(41)))
+    finally:
+        torch.set_num_threads(threads)
+    assert (got - want).abs().max() < 2e-5
+    for r in (0, 17, 40):
+        alone, _ = run([r])
+        first = sum(query_lens[:r])
+        assert torch.equal(got[first : first + query_lens[r]], alone)

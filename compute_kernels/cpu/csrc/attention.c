@@ -9,13 +9,14 @@
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
+#include "attention.h"
 #include "common.h"
 #include "ops.h"
 #include "vec.h"
-
-#define QTILE 16 /* query tokens per work item */
-#define CHUNK 32 /* keys scored before one softmax update */
 
 #ifdef HAVE_AVX2
 static inline __m256 half8_to_float(__m128i h, int kind) {
@@ -60,6 +61,23 @@ load_kv_row(const kv_layer *kv, const int kind, int64_t index, int64_t d, float 
         load_span(kv->k, kind, index * d + i, d - i, kout + i);
         load_span(kv->v, kind, index * d + i, d - i, vout + i);
     }
+}
+
+/* kout = the key row `index` as floats (values read elsewhere), loads before conversions. */
+static inline __attribute__((always_inline)) void
+load_k_row(const kv_layer *kv, const int kind, int64_t index, int64_t d, float *kout) {
+    int64_t i = 0;
+#ifdef HAVE_AVX2
+    if (kind != KV_F32) {
+        const uint16_t *k = (const uint16_t *)kv->k + index * d;
+        for (; i + 64 <= d; i += 64) {
+            __m128i hk[8];
+            for (int b = 0; b < 8; b++) hk[b] = _mm_loadu_si128((const __m128i *)(k + i + 8 * b));
+            for (int b = 0; b < 8; b++) _mm256_storeu_ps(kout + i + 8 * b, half8_to_float(hk[b], kind));
+        }
+    }
+#endif
+    if (i < d) load_span(kv->k, kind, index * d + i, d - i, kout + i);
 }
 
 static inline void store_row(void *base, int kind, int64_t index, int64_t d, const float *in) {
@@ -197,21 +215,6 @@ static void chunk_accumulate(float *acc, float corr, const float *p, const float
         if (p[j] != 0.f) axpy(acc, p[j], vbuf + j * d, d);
 }
 
-typedef struct {
-    const float *q;  /* [num_tokens, num_heads, head_dim], rows ldq floats apart */
-    float *out;      /* [num_tokens, num_heads, head_dim], contiguous */
-    int64_t ldq;
-    int64_t num_heads, num_kv_heads, head_dim;
-    float scale;
-    const kv_layer *kv;
-    const attn_meta *meta;
-} attn_args;
-
-/* Scratch per thread: rows of (token, head) state plus a chunk of converted keys and values. */
-typedef struct {
-    float *acc, *m, *l, *kbuf, *vbuf, *s;
-} attn_scratch;
-
 #ifdef HAVE_AVX2
 static inline float hmax8(__m256 v) {
     __m128 h = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -270,20 +273,10 @@ static void row_chunk(const float *qv, const attn_scratch *w, int64_t nj, int64_
     *m = mx;
 }
 
-/* The cache rows (slot * stride + h_kv) of head h_kv at positions j0 + [0, n). */
-static inline void chunk_rows(const int64_t *table, int64_t bs, int64_t stride, int64_t h_kv, int64_t j0, int64_t n,
-                              int64_t *rows) {
-    int64_t block = j0 / bs, off = j0 % bs;
-    for (int64_t j = 0; j < n; j++) {
-        rows[j] = (table[block] * bs + off) * stride + h_kv;
-        if (++off == bs) off = 0, block++;
-    }
-}
-
 /* Asks for the keys and values of the chunk after this one while this one is computed:
  * a decode step reads each cached row once, and the weights streamed between layers have
  * pushed it out of the caches. */
-static inline void prefetch_chunk(const attn_args *a, const int64_t *table, int64_t j0, int64_t n, int64_t h_kv) {
+void prefetch_chunk(const attn_args *a, const int64_t *table, int64_t j0, int64_t n, int64_t h_kv) {
 #ifdef HAVE_AVX2
     int64_t rows[CHUNK];
     const int64_t d = a->head_dim, esize = a->kv->kind == KV_F32 ? 4 : 2;
@@ -301,24 +294,30 @@ static inline void prefetch_chunk(const attn_args *a, const int64_t *table, int6
 }
 
 static inline __attribute__((always_inline)) void
-gather_rows(const kv_layer *kv, const int kind, const int64_t *rows, int64_t nj, const int64_t d, attn_scratch *w) {
-    for (int64_t j = 0; j < nj; j++) load_kv_row(kv, kind, rows[j], d, w->kbuf + j * d, w->vbuf + j * d);
+gather_rows(const kv_layer *kv, const int kind, const int64_t *rows, int64_t nj, const int64_t d, attn_scratch *w,
+            int values) {
+    if (values)
+        for (int64_t j = 0; j < nj; j++) load_kv_row(kv, kind, rows[j], d, w->kbuf + j * d, w->vbuf + j * d);
+    else
+        for (int64_t j = 0; j < nj; j++) load_k_row(kv, kind, rows[j], d, w->kbuf + j * d);
 }
 
-/* kbuf/vbuf rows [0, nj) = the keys and values of head h_kv at positions j0 + [0, nj), as
- * floats; key rows up to the next multiple of 8 are zeros (scores run eight keys at a time). */
-static void gather_chunk(const attn_args *a, const int64_t *table, int64_t j0, int64_t nj, int64_t h_kv,
-                         attn_scratch *w) {
-    const int64_t d = a->head_dim;
-    int64_t rows[CHUNK];
-    chunk_rows(table, a->meta->block_size, a->num_kv_heads, h_kv, j0, nj, rows);
+/* kbuf (and vbuf when `values`) rows [0, nj) = the keys (values) of head h_kv at positions
+ * j0 + [0, nj), as floats; key rows up to the next multiple of KPAD are zeros (scores run
+ * eight or sixteen keys at a time); w->rows = their cache rows. */
+void gather_chunk(const attn_args *a, const int64_t *table, int64_t j0, int64_t nj, int64_t h_kv, attn_scratch *w,
+                  int values) {
+    const int64_t d = a->head_dim, *rows = w->rows;
+    chunk_rows(table, a->meta->block_size, a->num_kv_heads, h_kv, j0, nj, w->rows);
     const int kind = a->kv->kind;
-    if (kind == KV_F16 && d == 64) gather_rows(a->kv, KV_F16, rows, nj, 64, w); /* constants: loops unrolled */
-    else if (kind == KV_F16 && d == 128) gather_rows(a->kv, KV_F16, rows, nj, 128, w);
-    else if (kind == KV_F16) gather_rows(a->kv, KV_F16, rows, nj, d, w);
-    else if (kind == KV_BF16) gather_rows(a->kv, KV_BF16, rows, nj, d, w);
-    else gather_rows(a->kv, KV_F32, rows, nj, d, w);
-    for (int64_t j = nj; j % 8; j++) memset(w->kbuf + j * d, 0, (size_t)d * sizeof(float));
+    if (kind == KV_F16 && d == 64) gather_rows(a->kv, KV_F16, rows, nj, 64, w, values); /* constants: loops unrolled */
+    else if (kind == KV_F16 && d == 128) gather_rows(a->kv, KV_F16, rows, nj, 128, w, values);
+    else if (kind == KV_BF16 && d == 64) gather_rows(a->kv, KV_BF16, rows, nj, 64, w, values);
+    else if (kind == KV_BF16 && d == 128) gather_rows(a->kv, KV_BF16, rows, nj, 128, w, values);
+    else if (kind == KV_F16) gather_rows(a->kv, KV_F16, rows, nj, d, w, values);
+    else if (kind == KV_BF16) gather_rows(a->kv, KV_BF16, rows, nj, d, w, values);
+    else gather_rows(a->kv, KV_F32, rows, nj, d, w, values);
+    for (int64_t j = nj; j % KPAD; j++) memset(w->kbuf + j * d, 0, (size_t)d * sizeof(float));
 }
 
 static void attend_item(const attn_args *a, int64_t r, int64_t h_kv, int64_t t0, int64_t nt, attn_scratch *w) {
@@ -338,7 +337,7 @@ static void attend_item(const attn_args *a, int64_t r, int64_t h_kv, int64_t t0,
     }
     for (int64_t j0 = first; j0 <= last; j0 += CHUNK) {
         const int64_t nj = last - j0 + 1 < CHUNK ? last - j0 + 1 : CHUNK;
-        gather_chunk(a, table, j0, nj, h_kv, w);
+        gather_chunk(a, table, j0, nj, h_kv, w, 1);
         if (j0 + CHUNK <= last)
             prefetch_chunk(a, table, j0 + CHUNK, last - j0 - CHUNK + 1 < CHUNK ? last - j0 - CHUNK + 1 : CHUNK, h_kv);
         for (int64_t t = 0; t < nt; t++) {
@@ -362,6 +361,9 @@ static void attend_item(const attn_args *a, int64_t r, int64_t h_kv, int64_t t0,
         }
 }
 
+/* n floats rounded up to whole 64-byte lines. */
+static inline size_t line_floats(size_t n) { return (n + 15) / 16 * 16; }
+
 void paged_attention(const float *q, int64_t ldq, float *out, int64_t num_heads, int64_t num_kv_heads,
                      int64_t head_dim, float scale, const kv_layer *kv, const attn_meta *meta) {
     attn_args a = {q, out, ldq, num_heads, num_kv_heads, head_dim, scale, kv, meta};
@@ -377,24 +379,47 @@ void paged_attention(const float *q, int64_t ldq, float *out, int64_t num_heads,
             tile_req[2 * n + 1] = t0;
             n++;
         }
-    const int64_t num_items = num_tiles * num_kv_heads, group = num_heads / num_kv_heads;
+    const int64_t group = num_heads / num_kv_heads;
+#ifdef HAVE_AVX512
+    const int wide = head_dim % 16 == 0;
+#else
+    const int wide = 0;
+#endif
+#ifdef _OPENMP
+    const int64_t threads = omp_get_max_threads();
+#else
+    const int64_t threads = 1;
+#endif
+    /* with 4 items a thread or more, an item takes all KV heads of its tile: num_kv_heads times fewer
+     * items to hand out and set up, each still small next to a thread's share */
+    const int64_t heads_per_item = wide && num_tiles * num_kv_heads >= 4 * threads ? num_kv_heads : 1;
+    const int64_t items_per_tile = num_kv_heads / heads_per_item, num_items = num_tiles * items_per_tile;
 #pragma omp parallel if (num_items > 1)
     {
-        const size_t rows = (size_t)QTILE * group;
+        const size_t rows = (size_t)QTILE * group, d = (size_t)head_dim;
+        /* each buffer starts on a cache line: 64-byte vectors that straddle two lines load slower */
+        const size_t n_acc = line_floats(rows * d), n_ml = line_floats(rows), n_kv = line_floats(CHUNK * d);
+        const size_t n_s = CHUNK + 16, n_p = RBLOCK * CHUNK, n_corr = 16, n_rows = 2 * CHUNK; /* int64 as floats */
+        const size_t n_all = n_acc + 2 * n_ml + 2 * n_kv + n_s + n_p + n_corr + n_rows;
+        float *mem = (float *)aligned_alloc(64, sizeof(float) * n_all);
         attn_scratch w;
-        float *mem = (float *)malloc(sizeof(float) * (rows * head_dim + 2 * rows + 2 * CHUNK * head_dim + CHUNK + 8));
         w.acc = mem;
-        w.m = w.acc + rows * head_dim;
-        w.l = w.m + rows;
-        w.kbuf = w.l + rows;
-        w.vbuf = w.kbuf + CHUNK * head_dim;
-        w.s = w.vbuf + CHUNK * head_dim;
+        w.m = w.acc + n_acc;
+        w.l = w.m + n_ml;
+        w.kbuf = w.l + n_ml;
+        w.vbuf = w.kbuf + n_kv;
+        w.s = w.vbuf + n_kv;
+        w.p = w.s + n_s;
+        w.corr = w.p + n_p;
+        w.rows = (int64_t *)(w.corr + n_corr);
 #pragma omp for schedule(dynamic, 1)
         for (int64_t it = 0; it < num_items; it++) {
-            const int64_t tile = it / num_kv_heads, h_kv = it % num_kv_heads;
+            const int64_t tile = it / items_per_tile, h0 = it % items_per_tile * heads_per_item;
             const int64_t r = tile_req[2 * tile], t0 = tile_req[2 * tile + 1];
             const int64_t q_len = meta->query_start[r + 1] - meta->query_start[r];
-            attend_item(&a, r, h_kv, t0, q_len - t0 < QTILE ? q_len - t0 : QTILE, &w);
+            const int64_t nt = q_len - t0 < QTILE ? q_len - t0 : QTILE;
+            if (wide) attend_item_avx512(&a, r, h0, h0 + heads_per_item, t0, nt, &w);
+            else attend_item(&a, r, h0, t0, nt, &w);
         }
         free(mem);
     }

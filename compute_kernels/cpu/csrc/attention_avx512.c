@@ -1,0 +1,217 @@
+/* Paged attention on AVX-512: attention.c's work item with sixteen keys a score vector and the
+ * values accumulated for a block of query rows at a time.
+ *
+ * Per chunk of CHUNK keys (converted once into kbuf, as on AVX2) each query row gets its
+ * scores sixteen keys a vector and its online-softmax update; then the rows of a register
+ * block (up to 4 rows when head_dim <= 64, else 2) take their P.V sums together, so one load
+ * of a value vector serves every row of the block. When the whole tile is one block (a decode
+ * step's GQA group), values are read straight from the cache and converted in registers.
+ * A key's score and a row's sums take the same vector path wherever the key sits in its chunk
+ * and whichever block the row is in, so a token's result does not depend on its batch.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "attention.h"
+#include "vec.h"
+
+#ifdef HAVE_AVX512
+
+/* The sixteen scores q . k_t * scale of keys k + t * D, t = 0..15, lane t holding key t: one
+ * FMA chain per key over D, then a fixed tree (pairs within 128-bit lanes, then across them)
+ * that every lane goes through alike, so a score does not depend on its key's lane. */
+static inline __attribute__((always_inline)) __m512 scores16(const float *q, const float *k, const int D,
+                                                             __m512 scale) {
+    __m512 a[16];
+    for (int t = 0; t < 16; t++) a[t] = _mm512_setzero_ps();
+    for (int i = 0; i < D; i += 16) {
+        const __m512 qv = _mm512_loadu_ps(q + i);
+        for (int t = 0; t < 16; t++) a[t] = _mm512_fmadd_ps(qv, _mm512_loadu_ps(k + t * D + i), a[t]);
+    }
+    __m512 b[8], c[4], e[2];
+    for (int t = 0; t < 8; t++) /* per 128-bit lane: x0+x2, y0+y2, x1+x3, y1+y3 of (x, y) = a[2t], a[2t+1] */
+        b[t] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * t], a[2 * t + 1]), _mm512_unpackhi_ps(a[2 * t], a[2 * t + 1]));
+    for (int t = 0; t < 4; t++) { /* per 128-bit lane: the lane's sums of a[4t], a[4t+1], a[4t+2], a[4t+3] */
+        const __m512d x = _mm512_castps_pd(b[2 * t]), y = _mm512_castps_pd(b[2 * t + 1]);
+        c[t] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(x, y)), _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
+    }
+    for (int t = 0; t < 2; t++) /* 128-bit lanes (0+1, 2+3) of c[2t], then of c[2t+1] */
+        e[t] = _mm512_add_ps(_mm512_shuffle_f32x4(c[2 * t], c[2 * t + 1], 0x88),
+                             _mm512_shuffle_f32x4(c[2 * t], c[2 * t + 1], 0xdd));
+    const __m512 sum = _mm512_add_ps(_mm512_shuffle_f32x4(e[0], e[1], 0x88), _mm512_shuffle_f32x4(e[0], e[1], 0xdd));
+    return _mm512_mul_ps(sum, scale);
+}
+
+/* Scores of the chunk's keys [0, 16) and [16, 32) for one query row; a half no visible key is
+ * in (mask 0) is not computed. */
+static inline __attribute__((always_inline)) void
+row_scores_d(const float *q, const float *kbuf, __m512 scale, __mmask16 k0, __mmask16 k1, __m512 *s0, __m512 *s1,
+             const int D) {
+    *s0 = k0 ? scores16(q, kbuf, D, scale) : _mm512_setzero_ps();
+    *s1 = k1 ? scores16(q, kbuf + 16 * D, D, scale) : _mm512_setzero_ps();
+}
+
+static void row_scores(const float *q, const float *kbuf, int64_t d, __m512 scale, __mmask16 k0, __mmask16 k1,
+                       __m512 *s0, __m512 *s1) {
+    if (d == 64) row_scores_d(q, kbuf, scale, k0, k1, s0, s1, 64); /* constants: loops unrolled */
+    else if (d == 128) row_scores_d(q, kbuf, scale, k0, k1, s0, s1, 128);
+    else row_scores_d(q, kbuf, scale, k0, k1, s0, s1, (int)d);
+}
+
+/* The online-softmax update of one row over the chunk's visible keys (masks k0, k1):
+ * p = exp(s - m_new) there and 0 elsewhere, l = l * corr + sum(p), m = m_new; returns corr. */
+static inline float softmax_row(__m512 s0, __m512 s1, __mmask16 k0, __mmask16 k1, float *m, float *l, float *p) {
+    const __m512 ninf = _mm512_set1_ps(-INFINITY);
+    const float top = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_mask_blend_ps(k0, ninf, s0),
+                                                         _mm512_mask_blend_ps(k1, ninf, s1)));
+    const float mx = top > *m ? top : *m;
+    const float corr = expf(*m - mx); /* 0 on the first chunk (m = -inf) */
+    const __m512 vmx = _mm512_set1_ps(mx);
+    const __m512 p0 = _mm512_maskz_mov_ps(k0, exp512_ps(_mm512_sub_ps(s0, vmx)));
+    const __m512 p1 = _mm512_maskz_mov_ps(k1, exp512_ps(_mm512_sub_ps(s1, vmx)));
+    _mm512_storeu_ps(p, p0);
+    _mm512_storeu_ps(p + 16, p1);
+    *l = *l * corr + _mm512_reduce_add_ps(_mm512_add_ps(p0, p1));
+    *m = mx;
+    return corr;
+}
+
+/* Sixteen elements of a value row as floats: element kind KV_* (the float buffer is KV_F32). */
+static inline __attribute__((always_inline)) __m512 load16(const void *base, int64_t off, const int kind) {
+    if (kind == KV_BF16) {
+        const __m256i h = _mm256_loadu_si256((const __m256i *)((const uint16_t *)base + off));
+        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    }
+    if (kind == KV_F16) return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)base + off)));
+    return _mm512_loadu_ps((const float *)base + off);
+}
+
+/* Columns [c, c + 16 NV) of R accumulator rows (d floats apart): acc = acc * corr + sum over
+ * keys [jlo, jhi) of p[row][j] v_j, value row j at vrows[j] * d in vbase. Each value vector is
+ * loaded once for all R rows; a row's FMA chain is the same whatever R (weights outside a
+ * row's visible keys are 0, adding exactly nothing). */
+static inline __attribute__((always_inline)) void
+values_rows(float *acc, int64_t d, const float *corr, const float *p, const void *vbase, const int64_t *vrows,
+            int64_t jlo, int64_t jhi, int64_t c, const int R, const int NV, const int kind) {
+    __m512 o[RBLOCK][8];
+    for (int r = 0; r < R; r++) {
+        const __m512 cr = _mm512_set1_ps(corr[r]);
+        for (int v = 0; v < NV; v++) o[r][v] = _mm512_mul_ps(_mm512_loadu_ps(acc + r * d + c + 16 * v), cr);
+    }
+    for (int64_t j = jlo; j < jhi; j++) {
+        const int64_t off = vrows[j] * d + c;
+        __m512 x[8];
+        for (int v = 0; v < NV; v++) x[v] = load16(vbase, off + 16 * v, kind);
+        for (int r = 0; r < R; r++) {
+            const __m512 pr = _mm512_set1_ps(p[r * CHUNK + j]);
+            for (int v = 0; v < NV; v++) o[r][v] = _mm512_fmadd_ps(pr, x[v], o[r][v]);
+        }
+    }
+    for (int r = 0; r < R; r++)
+        for (int v = 0; v < NV; v++) _mm512_storeu_ps(acc + r * d + c + 16 * v, o[r][v]);
+}
+
+/* values_rows over all d columns, in slices of 128, 64 or 16 columns with R and the slice's
+ * vector count as constants (R <= 2 when d > 64, so o[][] stays within 16 registers). */
+static inline __attribute__((always_inline)) void
+values_kind(float *acc, int64_t d, const float *corr, const float *p, int R, const void *vbase, const int64_t *vrows,
+            int64_t jlo, int64_t jhi, const int kind) {
+    for (int64_t c = 0; c < d;) {
+        const int nv = d - c >= 128 && R <= 2 ? 8 : d - c >= 64 ? 4 : 1;
+#define VALUES(r, n) values_rows(acc, d, corr, p, vbase, vrows, jlo, jhi, c, r, n, kind)
+        switch (R * 16 + nv) {
+        case 0x18: VALUES(1, 8); break;
+        case 0x28: VALUES(2, 8); break;
+        case 0x14: VALUES(1, 4); break;
+        case 0x24: VALUES(2, 4); break;
+        case 0x34: VALUES(3, 4); break;
+        case 0x44: VALUES(4, 4); break;
+        case 0x11: VALUES(1, 1); break;
+        case 0x21: VALUES(2, 1); break;
+        case 0x31: VALUES(3, 1); break;
+        default: VALUES(4, 1); break;
+        }
+#undef VALUES
+        c += 16 * nv;
+    }
+}
+
+static void values_block(float *acc, int64_t d, const float *corr, const float *p, int R, const void *vbase,
+                         const int64_t *vrows, int64_t jlo, int64_t jhi, int kind) {
+    if (kind == KV_BF16) values_kind(acc, d, corr, p, R, vbase, vrows, jlo, jhi, KV_BF16);
+    else if (kind == KV_F16) values_kind(acc, d, corr, p, R, vbase, vrows, jlo, jhi, KV_F16);
+    else values_kind(acc, d, corr, p, R, vbase, vrows, jlo, jhi, KV_F32);
+}
+
+static const int64_t buffer_rows[CHUNK] = {0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15,
+                                           16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31};
+
+/* Rows [b0, b0 + nb) of the tile (row = token * group + head of the group) against the chunk
+ * of nj keys at j0: scores and softmax row by row, then the block's P.V together. */
+static void block_chunk(const attn_args *a, const float *q0, int64_t pos0, int64_t j0, int64_t nj, int64_t b0,
+                        int nb, int direct, attn_scratch *w) {
+    const int64_t d = a->head_dim, group = a->num_heads / a->num_kv_heads, win = a->meta->sliding_window;
+    const __m512 scale = _mm512_set1_ps(a->scale);
+    int64_t blo = CHUNK, bhi = 0;
+    for (int i = 0; i < nb; i++) {
+        const int64_t row = b0 + i, t = row / group, g = row % group;
+        const int64_t pos_t = pos0 + t, lo = win > 0 ? pos_t - win + 1 : 0;
+        /* keys j0 + [jlo, jhi) are visible to this token */
+        const int64_t jlo = lo > j0 ? lo - j0 : 0, jhi = pos_t - j0 + 1 < nj ? pos_t - j0 + 1 : nj;
+        if (jhi <= jlo) { /* nothing visible: the row is carried over unchanged */
+            w->corr[i] = 1.f;
+            memset(w->p + i * CHUNK, 0, CHUNK * sizeof(float));
+            continue;
+        }
+        const uint32_t vis = (uint32_t)(((1ull << jhi) - 1) & ~((1ull << jlo) - 1));
+        const __mmask16 k0 = (__mmask16)vis, k1 = (__mmask16)(vis >> 16);
+        __m512 s0, s1;
+        row_scores(q0 + t * a->ldq + g * d, w->kbuf, d, scale, k0, k1, &s0, &s1);
+        w->corr[i] = softmax_row(s0, s1, k0, k1, &w->m[row], &w->l[row], w->p + i * CHUNK);
+        blo = jlo < blo ? jlo : blo;
+        bhi = jhi > bhi ? jhi : bhi;
+    }
+    if (bhi <= blo) return;
+    if (direct) values_block(w->acc + b0 * d, d, w->corr, w->p, nb, a->kv->v, w->rows, blo, bhi, a->kv->kind);
+    else values_block(w->acc + b0 * d, d, w->corr, w->p, nb, w->vbuf, buffer_rows, blo, bhi, KV_F32);
+}
+
+static void attend_head(const attn_args *a, int64_t r, int64_t h_kv, int64_t t0, int64_t nt, attn_scratch *w) {
+    const attn_meta *mt = a->meta;
+    const int64_t d = a->head_dim, group = a->num_heads / a->num_kv_heads, nrow = nt * group;
+    const int64_t q_start = mt->query_start[r], q_len = mt->query_start[r + 1] - q_start;
+    const int64_t ctx = mt->seq_lens[r] - q_len, pos0 = ctx + t0; /* position of the tile's first token */
+    const int64_t last = pos0 + nt - 1, win = mt->sliding_window;
+    const int rb = d <= 64 ? RBLOCK : 2, direct = nrow <= rb; /* one block: values read in place */
+    /* chunks start at multiples of CHUNK whatever the tile (batch invariance) */
+    const int64_t first = (win > 0 && pos0 - win + 1 > 0 ? pos0 - win + 1 : 0) / CHUNK * CHUNK;
+    const int64_t *table = mt->block_tables + r * mt->max_blocks;
+    const float *q0 = a->q + (q_start + t0) * a->ldq + h_kv * group * d;
+    for (int64_t i = 0; i < nrow; i++) {
+        w->m[i] = -INFINITY;
+        w->l[i] = 0.f;
+        memset(w->acc + i * d, 0, (size_t)d * sizeof(float));
+    }
+    for (int64_t j0 = first; j0 <= last; j0 += CHUNK) {
+        const int64_t nj = last - j0 + 1 < CHUNK ? last - j0 + 1 : CHUNK;
+        gather_chunk(a, table, j0, nj, h_kv, w, !direct);
+        if (j0 + CHUNK <= last)
+            prefetch_chunk(a, table, j0 + CHUNK, last - j0 - CHUNK + 1 < CHUNK ? last - j0 - CHUNK + 1 : CHUNK, h_kv);
+        for (int64_t b0 = 0; b0 < nrow; b0 += rb)
+            block_chunk(a, q0, pos0, j0, nj, b0, nrow - b0 < rb ? (int)(nrow - b0) : rb, direct, w);
+    }
+    for (int64_t row = 0; row < nrow; row++) {
+        const int64_t t = row / group, g = row % group;
+        float *o = a->out + ((q_start + t0 + t) * a->num_heads + h_kv * group + g) * d;
+        const __m512 inv = _mm512_set1_ps(w->l[row] > 0.f ? 1.f / w->l[row] : 0.f);
+        for (int64_t i = 0; i < d; i += 16)
+            _mm512_storeu_ps(o + i, _mm512_mul_ps(_mm512_loadu_ps(w->acc + row * d + i), inv));
+    }
+}
+
+void attend_item_avx512(const attn_args *a, int64_t r, int64_t h0, int64_t h1, int64_t t0, int64_t nt,
+                        attn_scratch *w) {
+    for (int64_t h = h0; h < h1; h++) attend_head(a, r, h, t0, nt, w);
+}
+
+#endif
