@@ -361,6 +361,17 @@ static void attend_item(const attn_args *a, int64_t r, int64_t h_kv, int64_t t0,
         }
 }
 
+/* A tile of query tokens t0 + [0, nt) of request r; cost: keys read times tokens. */
+typedef struct {
+    int64_t r, t0, nt, cost;
+} attn_tile;
+
+static int by_cost(const void *x, const void *y) { /* descending cost, then request and tile order */
+    const attn_tile *a = (const attn_tile *)x, *b = (const attn_tile *)y;
+    if (a->cost != b->cost) return a->cost < b->cost ? 1 : -1;
+    return a->r != b->r ? (a->r < b->r ? -1 : 1) : (a->t0 < b->t0 ? -1 : a->t0 > b->t0);
+}
+
 /* n floats rounded up to whole 64-byte lines. */
 static inline size_t line_floats(size_t n) { return (n + 15) / 16 * 16; }
 
@@ -371,14 +382,18 @@ void paged_attention(const float *q, int64_t ldq, float *out, int64_t num_heads,
     int64_t num_tiles = 0;
     for (int64_t r = 0; r < meta->num_reqs; r++)
         num_tiles += (meta->query_start[r + 1] - meta->query_start[r] + QTILE - 1) / QTILE;
-    int64_t *tile_req = (int64_t *)malloc((size_t)(num_tiles ? num_tiles : 1) * 2 * sizeof(int64_t));
+    attn_tile *tiles = (attn_tile *)malloc((size_t)(num_tiles ? num_tiles : 1) * sizeof(attn_tile));
     int64_t n = 0;
-    for (int64_t r = 0; r < meta->num_reqs; r++)
-        for (int64_t t0 = 0; t0 < meta->query_start[r + 1] - meta->query_start[r]; t0 += QTILE) {
-            tile_req[2 * n] = r;
-            tile_req[2 * n + 1] = t0;
-            n++;
+    for (int64_t r = 0; r < meta->num_reqs; r++) {
+        const int64_t q_len = meta->query_start[r + 1] - meta->query_start[r], ctx = meta->seq_lens[r] - q_len;
+        for (int64_t t0 = 0; t0 < q_len; t0 += QTILE) {
+            const int64_t nt = q_len - t0 < QTILE ? q_len - t0 : QTILE;
+            tiles[n++] = (attn_tile){r, t0, nt, (ctx + t0 + nt) * nt};
         }
+    }
+    /* the costliest first: a prompt's last tiles read the most keys, and handed out last they
+     * kept one thread busy while the others waited */
+    qsort(tiles, (size_t)num_tiles, sizeof(attn_tile), by_cost);
     const int64_t group = num_heads / num_kv_heads;
 #ifdef HAVE_AVX512
     const int wide = head_dim % 16 == 0;
@@ -414,14 +429,12 @@ void paged_attention(const float *q, int64_t ldq, float *out, int64_t num_heads,
         w.rows = (int64_t *)(w.corr + n_corr);
 #pragma omp for schedule(dynamic, 1)
         for (int64_t it = 0; it < num_items; it++) {
-            const int64_t tile = it / items_per_tile, h0 = it % items_per_tile * heads_per_item;
-            const int64_t r = tile_req[2 * tile], t0 = tile_req[2 * tile + 1];
-            const int64_t q_len = meta->query_start[r + 1] - meta->query_start[r];
-            const int64_t nt = q_len - t0 < QTILE ? q_len - t0 : QTILE;
-            if (wide) attend_item_avx512(&a, r, h0, h0 + heads_per_item, t0, nt, &w);
-            else attend_item(&a, r, h0, t0, nt, &w);
+            const attn_tile *t = &tiles[it / items_per_tile];
+            const int64_t h0 = it % items_per_tile * heads_per_item;
+            if (wide) attend_item_avx512(&a, t->r, h0, h0 + heads_per_item, t->t0, t->nt, &w);
+            else attend_item(&a, t->r, h0, t->t0, t->nt, &w);
         }
         free(mem);
     }
-    free(tile_req);
+    free(tiles);
 }

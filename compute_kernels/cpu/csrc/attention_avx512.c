@@ -58,22 +58,34 @@ static void row_scores(const float *q, const float *kbuf, int64_t d, __m512 scal
     else row_scores_d(q, kbuf, scale, k0, k1, s0, s1, (int)d);
 }
 
-/* The online-softmax update of one row over the chunk's visible keys (masks k0, k1):
- * p = exp(s - m_new) there and 0 elsewhere, l = l * corr + sum(p), m = m_new; returns corr. */
-static inline float softmax_row(__m512 s0, __m512 s1, __mmask16 k0, __mmask16 k1, float *m, float *l, float *p) {
+/* The online-softmax update of rows [0, nb) of a register block over the chunk: s[i] a row's
+ * scores of keys [0, 16) and [16, 32), k[i] its visible keys. p[i] = exp(s - m_new) on those
+ * and 0 elsewhere; corr[i] = exp(m_old - m_new), one vector exp for the block (1 for a row that
+ * sees no key, whose m and l stay); l = l * corr + sum(p). */
+static inline void softmax_block(__m512 s[][2], __mmask16 k[][2], int nb, float *m, float *l, float *p, float *corr) {
     const __m512 ninf = _mm512_set1_ps(-INFINITY);
-    const float top = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_mask_blend_ps(k0, ninf, s0),
-                                                         _mm512_mask_blend_ps(k1, ninf, s1)));
-    const float mx = top > *m ? top : *m;
-    const float corr = expf(*m - mx); /* 0 on the first chunk (m = -inf) */
-    const __m512 vmx = _mm512_set1_ps(mx);
-    const __m512 p0 = _mm512_maskz_mov_ps(k0, exp512_ps(_mm512_sub_ps(s0, vmx)));
-    const __m512 p1 = _mm512_maskz_mov_ps(k1, exp512_ps(_mm512_sub_ps(s1, vmx)));
-    _mm512_storeu_ps(p, p0);
-    _mm512_storeu_ps(p + 16, p1);
-    *l = *l * corr + _mm512_reduce_add_ps(_mm512_add_ps(p0, p1));
-    *m = mx;
-    return corr;
+    float top[16], mx[16];
+    __mmask16 seen = 0;
+    for (int i = 0; i < nb; i++) {
+        top[i] = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_mask_blend_ps(k[i][0], ninf, s[i][0]),
+                                                    _mm512_mask_blend_ps(k[i][1], ninf, s[i][1])));
+        seen |= (__mmask16)((k[i][0] | k[i][1]) ? 1u << i : 0u);
+    }
+    const __mmask16 rows = (__mmask16)((1u << nb) - 1);
+    const __m512 m_old = _mm512_mask_loadu_ps(ninf, rows, m);
+    const __m512 m_new = _mm512_max_ps(m_old, _mm512_mask_loadu_ps(ninf, seen, top));
+    const __m512 c = exp512_ps(_mm512_sub_ps(m_old, m_new)); /* 0 on the first chunk (m_old = -inf) */
+    _mm512_mask_storeu_ps(corr, rows, _mm512_mask_blend_ps(seen, _mm512_set1_ps(1.f), c));
+    _mm512_mask_storeu_ps(m, seen, m_new);
+    _mm512_storeu_ps(mx, m_new);
+    for (int i = 0; i < nb; i++) {
+        const __m512 vmx = _mm512_set1_ps(mx[i]);
+        const __m512 p0 = _mm512_maskz_mov_ps(k[i][0], exp512_ps(_mm512_sub_ps(s[i][0], vmx)));
+        const __m512 p1 = _mm512_maskz_mov_ps(k[i][1], exp512_ps(_mm512_sub_ps(s[i][1], vmx)));
+        _mm512_storeu_ps(p + i * CHUNK, p0);
+        _mm512_storeu_ps(p + i * CHUNK + 16, p1);
+        if (seen >> i & 1) l[i] = l[i] * corr[i] + _mm512_reduce_add_ps(_mm512_add_ps(p0, p1));
+    }
 }
 
 /* Sixteen elements of a value row as floats: element kind KV_* (the float buffer is KV_F32). */
@@ -147,30 +159,28 @@ static const int64_t buffer_rows[CHUNK] = {0,  1,  2,  3,  4,  5,  6,  7,  8,  9
                                            16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31};
 
 /* Rows [b0, b0 + nb) of the tile (row = token * group + head of the group) against the chunk
- * of nj keys at j0: scores and softmax row by row, then the block's P.V together. */
+ * of nj keys at j0: scores row by row, then the block's softmax update and its P.V together. */
 static void block_chunk(const attn_args *a, const float *q0, int64_t pos0, int64_t j0, int64_t nj, int64_t b0,
                         int nb, int direct, attn_scratch *w) {
     const int64_t d = a->head_dim, group = a->num_heads / a->num_kv_heads, win = a->meta->sliding_window;
     const __m512 scale = _mm512_set1_ps(a->scale);
+    __m512 sc[RBLOCK][2];
+    __mmask16 k[RBLOCK][2];
     int64_t blo = CHUNK, bhi = 0;
     for (int i = 0; i < nb; i++) {
         const int64_t row = b0 + i, t = row / group, g = row % group;
         const int64_t pos_t = pos0 + t, lo = win > 0 ? pos_t - win + 1 : 0;
         /* keys j0 + [jlo, jhi) are visible to this token */
         const int64_t jlo = lo > j0 ? lo - j0 : 0, jhi = pos_t - j0 + 1 < nj ? pos_t - j0 + 1 : nj;
-        if (jhi <= jlo) { /* nothing visible: the row is carried over unchanged */
-            w->corr[i] = 1.f;
-            memset(w->p + i * CHUNK, 0, CHUNK * sizeof(float));
-            continue;
+        const uint32_t vis = jhi > jlo ? (uint32_t)(((1ull << jhi) - 1) & ~((1ull << jlo) - 1)) : 0;
+        k[i][0] = (__mmask16)vis, k[i][1] = (__mmask16)(vis >> 16);
+        row_scores(q0 + t * a->ldq + g * d, w->kbuf, d, scale, k[i][0], k[i][1], &sc[i][0], &sc[i][1]);
+        if (vis) {
+            blo = jlo < blo ? jlo : blo;
+            bhi = jhi > bhi ? jhi : bhi;
         }
-        const uint32_t vis = (uint32_t)(((1ull << jhi) - 1) & ~((1ull << jlo) - 1));
-        const __mmask16 k0 = (__mmask16)vis, k1 = (__mmask16)(vis >> 16);
-        __m512 s0, s1;
-        row_scores(q0 + t * a->ldq + g * d, w->kbuf, d, scale, k0, k1, &s0, &s1);
-        w->corr[i] = softmax_row(s0, s1, k0, k1, &w->m[row], &w->l[row], w->p + i * CHUNK);
-        blo = jlo < blo ? jlo : blo;
-        bhi = jhi > bhi ? jhi : bhi;
     }
+    softmax_block(sc, k, nb, w->m + b0, w->l + b0, w->p, w->corr);
     if (bhi <= blo) return;
     if (direct) values_block(w->acc + b0 * d, d, w->corr, w->p, nb, a->kv->v, w->rows, blo, bhi, a->kv->kind);
     else values_block(w->acc + b0 * d, d, w->corr, w->p, nb, w->vbuf, buffer_rows, blo, bhi, KV_F32);
