@@ -440,8 +440,13 @@ void paged_attention(const float *q, int64_t ldq, float *out, int64_t num_heads,
         for (int64_t it = 0; it < num_items; it++) {
             const attn_tile *t = &tiles[it / items_per_tile];
             const int64_t h0 = it % items_per_tile * heads_per_item;
-            if (wide) attend_item_avx512(&a, t->r, h0, h0 + heads_per_item, t->t0, t->nt, &w);
-            else attend_item(&a, t->r, h0, t->t0, t->nt, &w);
+#ifdef HAVE_AVX512
+            if (wide) {
+                attend_item_avx512(&a, t->r, h0, h0 + heads_per_item, t->t0, t->nt, &w);
+                continue;
+            }
+#endif
+            attend_item(&a, t->r, h0, t->t0, t->nt, &w);
         }
         free(mem);
     }
