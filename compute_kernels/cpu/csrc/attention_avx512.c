@@ -2,9 +2,9 @@
  * values accumulated for a block of query rows at a time.
  *
  * Per chunk of CHUNK keys (converted once into kbuf, as on AVX2) each query row gets its
- * scores sixteen keys a vector and its online-softmax update; then the rows of a register
- * block (up to 4 rows when head_dim <= 64, else 2) take their P.V sums together, so one load
- * of a value vector serves every row of the block. When the whole tile is one block (a decode
+ * scores sixteen keys a vector; then the rows of a register block (up to 4 rows when
+ * head_dim <= 64, else 2) take their online-softmax update and their P.V sums together, so
+ * one load of a value vector serves every row of the block. When the whole tile is one block (a decode
  * step's GQA group), values are read straight from the cache and converted in registers.
  * A key's score and a row's sums take the same vector path wherever the key sits in its chunk
  * and whichever block the row is in, so a token's result does not depend on its batch.
