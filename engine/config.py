@@ -30,10 +30,6 @@ class EngineConfig:
     # prompt tokens a step may take while any request decodes (None: auto, 512 on CPU, no cap on
     # CUDA; 0: no cap): a large prefill chunk would hold every decoding stream for its whole step
     max_prefill_tokens_while_decoding: int | None = None
-    # the stall a step's prefill may cost, counted as prompt tokens x decoding streams (None: auto, 2048
-    # on CPU, off on CUDA; 0: off): with 4 streams or fewer decoding a step takes the whole cap above,
-    # with more it shrinks (down to a quarter of the cap), so many streams are held for a short step only
-    prefill_stall_budget: int | None = None
     block_size: int = 16
     num_kv_blocks: int | None = None
     kv_cache_gib: float = 1.0
@@ -69,8 +65,6 @@ class EngineConfig:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.max_prefill_tokens_while_decoding is not None and self.max_prefill_tokens_while_decoding < 0:
             raise ValueError(f"max_prefill_tokens_while_decoding must be >= 0, got {self.max_prefill_tokens_while_decoding}")
-        if self.prefill_stall_budget is not None and self.prefill_stall_budget < 0:
-            raise ValueError(f"prefill_stall_budget must be >= 0, got {self.prefill_stall_budget}")
         if self.max_model_len is not None and self.max_model_len < 1:
             raise ValueError(f"max_model_len must be >= 1, got {self.max_model_len}")
         if self.num_kv_blocks is not None and self.num_kv_blocks < 1:

@@ -58,16 +58,6 @@ def _graph_backend(config: EngineConfig, device: torch.device):
     return CudaGraphBackend() if device.type == "cuda" and not config.enforce_eager else None
 
 
-def _describe_prefill_cap(cap: int, stall_budget: int) -> str:
-    """The startup log's words for the prefill cap and its stall budget."""
-    if not cap:
-        return "the whole budget"
-    if not stall_budget or stall_budget // cap >= 1 << 20:
-        return f"{cap} tokens a step"
-    return (f"{cap} tokens a step, down to {max(cap // 4, 1)} as more streams decode "
-            f"(prompt tokens x decoding streams <= {stall_budget})")
-
-
 def _error_output(request_id: str, message: str) -> EngineOutput:
     return EngineOutput(request_id=request_id, new_token_ids=[], finish_reason="error", error=message)
 
@@ -93,11 +83,8 @@ class EngineCore:
         prefill_cap = config.max_prefill_tokens_while_decoding
         if prefill_cap is None:
             prefill_cap = hardware.default_prefill_cap(device)
-        stall_budget = config.prefill_stall_budget
-        if stall_budget is None:
-            stall_budget = hardware.default_prefill_stall_budget(device)
         self.scheduler = Scheduler(self.kv, config.max_num_seqs, config.max_num_batched_tokens, max_len,
-                                   prefill_cap or None, stall_budget or None)  # fmt: skip
+                                   prefill_cap or None)  # fmt: skip
         self.runner = ModelRunner(model, num_blocks, config.block_size, config.max_num_seqs, max_len,
                                   files.eos_token_ids, device, kv_dtype,
                                   loaded.use_cpu_kernels, _graph_backend(config, device))  # fmt: skip
@@ -105,7 +92,7 @@ class EngineCore:
         summary = (f"{loaded.impl}; {loaded.note + '; ' if loaded.note else ''}dtype {dtype_name}"
                    f"{' (auto)' if config.dtype is None else ''}; {num_threads or 'default'} threads; "
                    f"{num_blocks} KV blocks of {config.block_size} ({kv_name}); "
-                   f"prefill while decoding: {_describe_prefill_cap(prefill_cap, stall_budget)}; "
+                   f"prefill while decoding: {f'{prefill_cap} tokens a step' if prefill_cap else 'the whole budget'}; "
                    f"resident {hardware.resident_mib():.0f} MiB; "
                    f"{f'CUDA graphs for decode batches up to {graphs.sizes[-1]}; ' if graphs else ''}"
                    f"{hardware.describe(device)}")  # fmt: skip

@@ -42,19 +42,9 @@ def default_kv_dtype(dtype: str, cpu_kernels: bool) -> str:
 
 def default_prefill_cap(device: torch.device) -> int:
     """Prompt tokens a step takes while others decode: 512 on a CPU (about half a second of
-    prefill on two AVX-512 cores: long enough that agents' 1,500-token prompts and a queue of
-    prompts drain), no cap (0) on CUDA, where a chunk costs little."""
+    prefill on two AVX-512 cores: short enough to keep streams moving, long enough that agents'
+    1,500-token prompts and a queue of prompts drain), no cap (0) on CUDA, where a chunk costs little."""
     return 512 if device.type == "cpu" else 0
-
-
-def default_prefill_stall_budget(device: torch.device) -> int:
-    """Prompt tokens x decoding streams a step's prefill may cost on a CPU: 2048, so the cap of 512
-    holds with up to 4 streams decoding and shrinks to 128 from 16 on. Measured on two AVX-512 cores
-    (benchmarks/serve.py, 200-token prompts, closed loop): a flat 128 cut TTFT p50 at 16 and 64 streams
-    from 1.8-2.0 s and 3.7-7.2 s (512) to 0.8-1.0 s and 1.1-1.3 s at the same tok/s, while agents'
-    1,500-token prompts with few streams decoding (benchmarks/agent_workload.py) waited 1.5 s instead
-    of 0.9 s for their first token. Off (0) on CUDA, where there is no cap to shrink."""
-    return 2048 if device.type == "cpu" else 0
 
 
 def usable_cores() -> int:

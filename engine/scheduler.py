@@ -4,10 +4,7 @@ Pure Python. Running requests are served first (decodes and unfinished prefill c
 waiting requests are admitted FCFS while the budget, `max_num_seqs` and the block pool
 allow. While any request is decoding, prompt tokens (chunks and admissions) get at most
 `max_prefill_tokens_while_decoding` of a step, so that a long prefill never holds every
-decoding stream for a whole large step; with nobody decoding they get the whole budget. With a
-`prefill_stall_budget`, the cap shrinks as more requests decode (prompt tokens x decoding
-requests stay within the budget, down to a quarter of the cap): a step's prefill stalls every
-decoding stream, so the more streams wait on it, the shorter it must be.
+decoding stream for a whole large step; with nobody decoding they get the whole budget.
 When blocks run out, the most recently admitted running request is preempted by recompute:
 its blocks are freed and it goes back to the front of the queue.
 A decoding request's draft tokens (speculative decoding) are scheduled after its last known
@@ -63,13 +60,11 @@ class Scheduler:
     """Owns the waiting and running queues; called by the engine core once per step."""
 
     def __init__(self, kv: KVCacheManager, max_num_seqs: int, max_num_batched_tokens: int, max_model_len: int,
-                 max_prefill_tokens_while_decoding: int | None = None,
-                 prefill_stall_budget: int | None = None):  # fmt: skip
+                 max_prefill_tokens_while_decoding: int | None = None):  # fmt: skip
         self.kv = kv
         self.max_num_seqs = max_num_seqs
         self.max_num_batched_tokens = max_num_batched_tokens
         self.max_prefill_tokens_while_decoding = max_prefill_tokens_while_decoding
-        self.prefill_stall_budget = prefill_stall_budget
         self.max_model_len = max_model_len
         self.waiting: deque[Request] = deque()
         self.running: list[Request] = []
@@ -116,16 +111,10 @@ class Scheduler:
         return min(request.num_tokens - request.num_computed_tokens, budget)
 
     def _prefill_budget(self) -> int:
-        """Prompt tokens this step may take: capped while any running request decodes, the cap
-        shrinking with the number decoding when there is a stall budget."""
+        """Prompt tokens this step may take: capped while any running request decodes."""
         cap = self.max_prefill_tokens_while_decoding
-        if cap is None:
+        if cap is None or not any(r.num_computed_tokens >= r.num_prompt_tokens for r in self.running):
             return self.max_num_batched_tokens
-        decoding = sum(r.num_computed_tokens >= r.num_prompt_tokens for r in self.running)
-        if not decoding:
-            return self.max_num_batched_tokens
-        if self.prefill_stall_budget:
-            return min(cap, max(cap // 4, self.prefill_stall_budget // decoding, 1))
         return cap
 
     def _spec_ids(self, request: Request, num_new: int, budget: int) -> list[int]:

@@ -99,10 +99,6 @@ def _engine_flags(serve: argparse.ArgumentParser) -> None:
     group.add_argument("--max-prefill-tokens-while-decoding", type=int, default=None,
                        help="prompt tokens a step may take while any request is decoding (default: 512 on CPU, "
                             "no cap on CUDA; 0: no cap), so that a long prompt never stalls the streams")
-    group.add_argument("--prefill-stall-budget", type=int, default=None,
-                       help="prompt tokens x decoding streams a step may take: the cap above shrinks as more streams "
-                            "decode, down to a quarter of it (default: 2048 on CPU, so 512 with up to 4 streams "
-                            "decoding and 128 from 16 on; off on CUDA; 0: off)")
     group.add_argument("--linear-activations", default="auto", choices=["auto", "float32", "fixed24", "fixed16", "int8"],
                        help="what the CPU kernels multiply int4/int8 weights with: auto (default) is fixed24 where the "
                             "CPU has AVX512-VNNI (24-bit fixed point per group of 32 inputs, integer dot products; "

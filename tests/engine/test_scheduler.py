@@ -103,23 +103,6 @@ def test_prefill_is_capped_while_others_decode():
     assert sum(out.num_scheduled_tokens) <= 32
 
 
-def test_the_prefill_cap_shrinks_as_more_requests_decode():
-    """A stall budget of 64 with a cap of 16: one or up to four decoding requests leave the prompt the
-    whole cap; eight leave it 64 // 8 = 8 tokens; sixteen would leave 4, the floor (a quarter of the cap)."""
-    def decoding(count: int) -> Scheduler:
-        s = Scheduler(KVCacheManager(512, 4), 32, 256, 256, max_prefill_tokens_while_decoding=16, prefill_stall_budget=64)
-        for i in range(count):
-            s.add(Request(f"d{i}", [1000 + i], SamplingParams(max_tokens=50), 50, frozenset({0})))
-        run_step(s)  # each one-token prompt done in one step: all decode from now on
-        s.add(Request("p", list(range(1, 101)), SamplingParams(max_tokens=4), 4, frozenset({0})))
-        return s
-
-    for count, expected in ((1, 16), (4, 16), (8, 8), (16, 4), (20, 4)):
-        out = run_step(decoding(count))
-        assert out.num_scheduled_tokens[-1] == expected and out.req_ids[-1] == "p", (count, out.num_scheduled_tokens)
-        assert out.num_scheduled_tokens[:-1] == [1] * count
-
-
 def test_prefill_cap_off_takes_the_whole_budget():
     s = Scheduler(KVCacheManager(64, 4), 4, 32, 128, max_prefill_tokens_while_decoding=None)
     s.add(req("a", 3, max_tokens=8))
