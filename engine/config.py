@@ -27,7 +27,7 @@ class EngineConfig:
     max_model_len: int | None = None
     max_num_seqs: int = 64
     max_num_batched_tokens: int = 2048
-    # prompt tokens a step may take while any request decodes (None: auto, 512 on CPU, no cap on
+    # prompt tokens a step may take while any request decodes (None: auto, 128 on CPU, no cap on
     # CUDA; 0: no cap): a large prefill chunk would hold every decoding stream for its whole step
     max_prefill_tokens_while_decoding: int | None = None
     block_size: int = 16

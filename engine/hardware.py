@@ -41,10 +41,13 @@ def default_kv_dtype(dtype: str, cpu_kernels: bool) -> str:
 
 
 def default_prefill_cap(device: torch.device) -> int:
-    """Prompt tokens a step takes while others decode: 512 on a CPU (about half a second of
-    prefill on two AVX-512 cores: short enough to keep streams moving, long enough that agents'
-    1,500-token prompts and a queue of prompts drain), no cap (0) on CUDA, where a chunk costs little."""
-    return 512 if device.type == "cpu" else 0
+    """Prompt tokens a step takes while others decode: 128 on a CPU, no cap (0) on CUDA, where a
+    chunk costs little. Measured on two AVX-512 cores (benchmarks/serve.py, 200-token prompts, closed
+    loop, 2026-12-05): 128 against a cap that grew to 512 while 4 or fewer streams decode gave TTFT
+    p50 1,133 vs 4,037 ms at 64 streams (1,606 vs 1,596 at 16) at the same tok/s, and agents'
+    1,500-token prompts (benchmarks/agent_workload.py) 1,277 vs 1,685 ms; 512 throughout held
+    TTFT p50 at 3.7-7.2 s at 64 streams on 2026-12-04."""
+    return 128 if device.type == "cpu" else 0
 
 
 def usable_cores() -> int:

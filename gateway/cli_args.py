@@ -97,7 +97,7 @@ def _engine_flags(serve: argparse.ArgumentParser) -> None:
                        help="linear weights on CPU: auto (default) serves int4/int8 where the weights lie exactly on "
                             "such a grid (a GGUF's Q4_1/Q8_0), float32 elsewhere; int8/int4 force a grid (lossy)")
     group.add_argument("--max-prefill-tokens-while-decoding", type=int, default=None,
-                       help="prompt tokens a step may take while any request is decoding (default: 512 on CPU, "
+                       help="prompt tokens a step may take while any request is decoding (default: 128 on CPU, "
                             "no cap on CUDA; 0: no cap), so that a long prompt never stalls the streams")
     group.add_argument("--linear-activations", default="auto", choices=["auto", "float32", "fixed24", "fixed16", "int8"],
                        help="what the CPU kernels multiply int4/int8 weights with: auto (default) is fixed24 where the "
