@@ -60,6 +60,8 @@ def instrument(llm: LLM) -> PhaseTimer:
     timer.wrap(core.runner, "_forward", "inputs+forward")
     timer.wrap(core.runner.model, "forward", "forward")
     timer.wrap(core.runner.model, "compute_logits", "logits")
+    if core.runner.greedy_head is not None:  # greedy rows' cheap lm_head and exact candidates
+        timer.wrap(core.runner.greedy_head, "pick", "logits")
     timer.wrap(model_runner, "sample", "sample")
     return timer
 
@@ -99,8 +101,10 @@ def main() -> None:
     ap.add_argument("--prefill", type=int, default=1000, help="tokens of the timed prefill step")
     ap.add_argument("--num-threads", type=int, default=None)
     ap.add_argument("--no-cpu-kernels", action="store_true")
+    ap.add_argument("--no-greedy-head", action="store_true",
+                    help="greedy rows' logits in full (the baseline of engine/runner/greedy_head.py)")
     ap.add_argument("--linear-activations", default="auto", choices=["auto", "float32", "fixed24", "fixed16", "int8"],
-                    help="what the int linears multiply with (auto: fixed16 on AVX512-VNNI)")
+                    help="what the int linears multiply with (auto: fixed24 on AVX512-VNNI)")
     args = ap.parse_args()
     llm = LLM(args.model, max_num_seqs=max(args.sizes), max_model_len=max(args.context, args.prefill) + 2 * args.steps + 64,
               max_num_batched_tokens=max(4096, args.prefill), num_threads=args.num_threads,
@@ -108,6 +112,8 @@ def main() -> None:
               max_prefill_tokens_while_decoding=0)  # fmt: skip  (the batch fills at once: no prefill cap)
     print(f"{describe(llm.core.runner.device)}")
     print(f"engine: {llm.info.summary}")
+    if args.no_greedy_head:
+        llm.core.runner.greedy_head = None
     timer = instrument(llm)
     rows = []
     for size in args.sizes:

@@ -40,6 +40,26 @@ class SamplingBatch:
     token_bitmask: torch.Tensor | None = None  # [num_rows, ceil(vocab / 32)] int32, the grammar's packed masks
 
 
+    def select(self, rows: list[int]) -> SamplingBatch:
+        """The same inputs for `rows` only, in that order."""
+        index = torch.tensor(rows, dtype=torch.long, device=self.temperature.device)
+        pick = lambda values: [values[r] for r in rows]  # noqa: E731
+        return SamplingBatch(
+            self.temperature[index], self.top_k[index], self.top_p[index], self.min_p[index], pick(self.seeds),
+            pick(self.output_positions), pick(self.logit_bias), pick(self.suppress_ids), pick(self.penalties),
+            pick(self.penalty_tokens), pick(self.num_logprobs),
+            None if self.token_bitmask is None else self.token_bitmask[index],
+        )  # fmt: skip
+
+
+def plain_greedy_rows(batch: SamplingBatch) -> list[int]:
+    """Greedy rows that need nothing of their logits but the argmax: no logprobs, penalties or
+    logit bias (the grammar's mask and suppressed stop tokens are allowed)."""
+    greedy = (batch.temperature < _GREEDY_EPS).tolist()
+    return [row for row, g in enumerate(greedy)
+            if g and batch.num_logprobs[row] is None and batch.penalties[row] is None and not batch.logit_bias[row]]  # fmt: skip
+
+
 @dataclass(slots=True)
 class SamplerOutput:
     token_ids: list[int]

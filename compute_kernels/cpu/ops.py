@@ -13,7 +13,7 @@ import functools
 import torch
 
 from compute_kernels.cpu import build
-from compute_kernels.quant import KINDS, PackedLinear
+from compute_kernels.quant import GROUP, KINDS, PackedLinear
 
 KV_KINDS = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2}
 
@@ -66,6 +66,28 @@ def linear(x: torch.Tensor, w: PackedLinear, out: torch.Tensor | None = None) ->
     m = x.shape[0]
     out = torch.empty(m, w.n) if out is None else out
     load_ops().linear(*linear_args(w), ptr(x), m, x.stride(0), ptr(out), out.stride(0), 0)
+    return out
+
+
+def bounded_argmax(x: torch.Tensor, w: PackedLinear, cheap: torch.Tensor, col_bound: torch.Tensor,
+                   group_bound: torch.Tensor, window: float) -> torch.Tensor:
+    """[m] long: per row of x, the first index of the largest of linear(x, w), found from `cheap`
+    (linear(x, w with 1 digit), masked tokens -inf) and exact values of the candidates only
+    (csrc/linear_vnni.c says how); -1 where the row needs its full logits. col_bound [n, K/GROUP]:
+    sum |w| per column and input group; group_bound [K/GROUP] its largest over the columns."""
+    if w.vnni is None:
+        raise ValueError("bounded_argmax needs a linear in the VNNI layout (with_vnni)")
+    x = x.float().contiguous()
+    _check_rows(x, "linear input")
+    _check_rows(cheap, "cheap logits")
+    ng = w.k // GROUP
+    if cheap.dtype != torch.float32 or cheap.shape != (x.shape[0], w.n) or cheap.stride(1) != 1:
+        raise ValueError("bounded_argmax: cheap logits must be float32 [m, n] with unit column stride")
+    if col_bound.shape != (w.n, ng) or group_bound.shape != (ng,) or not (col_bound.is_contiguous() and group_bound.is_contiguous()):
+        raise ValueError("bounded_argmax: bounds of the wrong shape")
+    out = torch.empty(x.shape[0], dtype=torch.long)
+    load_ops().bounded_argmax(*linear_args(w), ptr(x), x.shape[0], x.stride(0), ptr(cheap), cheap.stride(0),
+                              ptr(col_bound), ptr(group_bound), float(window), ptr(out))  # fmt: skip
     return out
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import torch
 
+from engine.runner.greedy_head import GreedyHead
 from engine.models import NATIVE_ARCHITECTURES, build_model, native_args
 from compute_kernels import cpu_kernels_available
 
@@ -99,6 +100,8 @@ def load_model(folder: Path, config: dict, device: torch.device, dtype: torch.dt
         if cpu_fast:
             fused = load_fused_model(folder, config, quantization, cache_dir, activations=activations)
             note = f"weights: {fused.report.summary()}; activations: {fused.activations_summary}"
+            if GreedyHead.supports(fused.lm_head):
+                note += "; greedy tokens: 8-bit lm_head, exact candidates"
             return LoadedModel(fused, "native, fused CPU kernels", True, note)
         return LoadedModel(load_native_model(folder, config, device, dtype), "native", False)
     from engine.models.transformers_backend import load_transformers_model

@@ -12,7 +12,8 @@ import torch
 from engine.runner.cuda_graphs import DecodeGraphs, capture_sizes
 from engine.runner.sampling_rows import sampling_batch
 from engine.runner.slots import RequestSlots
-from engine.sampler import sample, verify
+from engine.runner.greedy_head import GreedyHead
+from engine.sampler import SamplerOutput, SamplingBatch, plain_greedy_rows, sample, verify
 from engine.scheduler import SchedulerOutput
 from schemas.engine import TokenLogprob
 
@@ -57,6 +58,10 @@ class ModelRunner:
         ]
         max_blocks_per_req = -(-max_model_len // block_size)
         self.slots = RequestSlots(max_num_reqs, max_model_len, max_blocks_per_req)
+        # greedy rows' tokens in two passes (a cheap lm_head, then the candidates exactly) where the
+        # model's lm_head is a VNNI linear with fixed-point activations: the CPU kernels' default
+        lm_head = getattr(model, "lm_head", None)
+        self.greedy_head = GreedyHead(lm_head) if use_cpu_kernels and GreedyHead.supports(lm_head) else None
         self.graphs = None
         if use_graphs:
             self.graphs = DecodeGraphs(model, self.kv_caches, graph_backend, capture_sizes(max_num_reqs),
@@ -126,20 +131,37 @@ class ModelRunner:
         row_ids = [plan.req_ids[i] for i in rows]
         drafts = [spec.get(r, []) for r in row_ids]
         hidden_rows = [last_rows[i] - len(d) + j for i, d in zip(rows, drafts) for j in range(len(d) + 1)]
-        logits = self.model.compute_logits(hidden[hidden_rows])  # [num_rows, vocab]
         row_slots = [slots[i] for i in rows]
         if callable(grammar_rows):
             grammar_rows = grammar_rows()
         bitmask = self._bitmask(row_ids, drafts, grammar_rows)
         batch = sampling_batch(self.slots, row_slots, drafts, bitmask, self.device)
         if any(drafts):
-            token_ids, logprobs = verify(logits, batch, drafts)
+            token_ids, logprobs = verify(self.model.compute_logits(hidden[hidden_rows]), batch, drafts)
         else:
-            out = sample(logits, batch)
+            out = self._sample(hidden[hidden_rows], batch)
             token_ids, logprobs = [[t] for t in out.token_ids], [None if lp is None else [lp] for lp in out.logprobs]
         self.slots.append_tokens(row_slots, token_ids)
         found = {r: lp for r, lp in zip(row_ids, logprobs) if lp is not None}
         return StepResult(dict(zip(row_ids, token_ids)), found, prompt_logprobs)
+
+    def _sample(self, hidden: torch.Tensor, batch: SamplingBatch) -> SamplerOutput:
+        """One token per row of hidden [num_rows, hidden]: plain greedy rows through the two-pass
+        greedy head where the model has one (engine/runner/greedy_head.py, the same tokens), the
+        other rows from their full logits."""
+        num_rows = hidden.shape[0]
+        greedy = plain_greedy_rows(batch) if self.greedy_head is not None else []
+        picked = self.greedy_head.pick(hidden[greedy], batch, greedy) if greedy else {}
+        if len(picked) == num_rows:
+            return SamplerOutput([picked[r] for r in range(num_rows)], [None] * num_rows)
+        if not picked:
+            return sample(self.model.compute_logits(hidden), batch)  # [num_rows, vocab] logits
+        rest = [r for r in range(num_rows) if r not in picked]
+        out = sample(self.model.compute_logits(hidden[rest]), batch.select(rest))
+        token_ids, logprobs = dict(picked), dict.fromkeys(picked)
+        token_ids.update(zip(rest, out.token_ids))
+        logprobs.update(zip(rest, out.logprobs))
+        return SamplerOutput([token_ids[r] for r in range(num_rows)], [logprobs[r] for r in range(num_rows)])
 
     def _bitmask(self, row_ids: list[str], drafts: list[list[int]], grammar_rows) -> torch.Tensor | None:
         """The step's packed bitmask, one row per logits row (all bits set where unconstrained), built

@@ -3,11 +3,13 @@ linear_ref of the activations as fixed point (compute_kernels.quant.fixed_point_
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
 from compute_kernels.cpu.ops import linear, linear_args, ptr, vnni_available, with_vnni
-from compute_kernels.quant import fixed_point_ref, linear_ref, pack, quantize
+from compute_kernels.quant import fixed_point_ref, linear_ref, pack, quantize, reconstruct
 
 pytestmark = pytest.mark.skipif(not vnni_available(), reason="the CPU (or the kernels' build) has no AVX512-VNNI")
 
@@ -85,3 +87,78 @@ def test_float_weights_and_bad_digits(cpu_ops):
     assert with_vnni(w, 2) is w  # nothing to repack: the float path serves it
     with pytest.raises(ValueError, match="digits"):
         with_vnni(pack("int8", torch.randn(8, 64), grid=quantize(torch.randn(8, 64), 8)), 4)
+
+
+def _bounds(w):
+    from engine.runner.greedy_head import column_bounds
+
+    col = column_bounds(w)
+    return col, col.amax(0).contiguous()
+
+
+@pytest.mark.parametrize("digits", [3, 2])
+@pytest.mark.parametrize("kind", ["int8", "int4"])
+def test_bounded_argmax_is_the_full_logits_argmax(cpu_ops, kind, digits):
+    """The greedy pick from 1-digit logits and exact candidates equals argmax of the full linear:
+    where the cheap logits alone pick wrong, on exact ties (the first index), with masked tokens."""
+    from compute_kernels.cpu.ops import argmax, bounded_argmax
+
+    torch.manual_seed(11 + digits)
+    n, k, m = 517, 96, 48
+    weight = torch.randn(n, k)
+    weight[300] = weight[40]  # a duplicated column: exact ties, the full argmax takes 40
+    grid = quantize(weight, 4 if kind == "int4" else 8)
+    x = torch.randn(m, k) * torch.rand(m, k) * 3
+    x[5] = 0.0  # every logit the bias
+    x[6] = x[7] * 1e-3  # a tiny row
+    x[8] = reconstruct(*grid)[40] * 2  # aimed at the tie
+    bias = torch.randn(n) * 0.1
+    bias[300] = bias[40]
+    w = with_vnni(pack(kind, weight, bias, grid=grid), digits)
+    exact, cheap = linear(x, w), linear(x, dataclasses.replace(w, digits=1))
+    col, group = _bounds(w)
+    assert exact[8, 40] == exact[8, 300] and int(argmax(exact)[8]) == 40
+    assert bounded_argmax(x, w, cheap.clone(), col, group, 2.0).tolist() == argmax(exact).tolist()
+    # a bias that puts a second column just under a row's best, by half the two columns'
+    # difference in cheap error: there the cheap pass alone picks the wrong column
+    wrong = 0
+    for r in range(10, 30):
+        err = cheap[r] - exact[r]
+        t = int(exact[r].argmax())
+        gap = err - err[t]
+        gap[t] = float("-inf")
+        b = int(gap.argmax())
+        bias = w.bias.clone()
+        bias[b] += float(exact[r, t] - exact[r, b] - gap[b] / 2)
+        wb = dataclasses.replace(w, bias=bias)
+        e, c = linear(x[r : r + 1], wb), linear(x[r : r + 1], dataclasses.replace(wb, digits=1))
+        wrong += int(argmax(c)[0] != argmax(e)[0])
+        assert bounded_argmax(x[r : r + 1], wb, c, col, group, 2.0).tolist() == argmax(e).tolist()
+    assert wrong >= 15  # the cheap pass alone picked wrong
+    # masks: a row's best token masked out in both: the next best, exactly
+    masked, full = cheap.clone(), exact.clone()
+    best = argmax(exact)
+    for r in range(0, m, 3):
+        masked[r, best[r]] = full[r, best[r]] = float("-inf")
+    assert bounded_argmax(x, w, masked, col, group, 2.0).tolist() == argmax(full).tolist()
+    # nothing finite, or a NaN: the caller computes the row in full
+    masked[1] = float("-inf")
+    masked[2, 7] = float("nan")
+    out = bounded_argmax(x, w, masked, col, group, 2.0)
+    assert out[1] == -1 and out[2] == -1
+
+
+def test_bounded_argmax_refuses_what_it_cannot_read(cpu_ops):
+    from compute_kernels.cpu.ops import bounded_argmax
+
+    weight = torch.randn(40, 64)
+    plain = pack("int8", weight, grid=quantize(weight, 8))
+    w = with_vnni(plain, 3)
+    col, group = _bounds(w)
+    x = torch.randn(2, 64)
+    with pytest.raises(ValueError, match="VNNI layout"):
+        bounded_argmax(x, plain, torch.zeros(2, 40), col, group, 2.0)
+    with pytest.raises(ValueError, match="cheap logits"):
+        bounded_argmax(x, w, torch.zeros(3, 40), col, group, 2.0)
+    with pytest.raises(ValueError, match="bounds"):
+        bounded_argmax(x, w, torch.zeros(2, 40), col[:10], group, 2.0)

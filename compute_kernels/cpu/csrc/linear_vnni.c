@@ -315,11 +315,111 @@ void linear_vnni(const packed_linear *w, const float *x, int64_t m, int64_t ldx,
     free(a.scale), free(a.scaled_sum), free(a.dsum);
 }
 
+/* Greedy rows' tokens from cheap logits and a few exact ones (engine/runner/greedy_head.py):
+ * cheap [m, n] (ldc apart) are the logits of x by 1-digit activations, each off by at most
+ * B_c = sum_g (amax_g / 254) * col_bound[c, g] (half a step of the group's 8-bit grid times the
+ * column's sum of |w| over the group); masked tokens are -inf there. A row's exact argmax is among
+ * the columns whose cheap value + B_c reaches max_c (cheap - B_c); those are computed exactly,
+ * by w's own digits and the same tile as linear_vnni (bit for bit its values), a panel at a time,
+ * and out[r] is the first index of the largest. group_bound[g] = max_c col_bound[c, g] prefilters
+ * (cheap >= top - window * sum_g amax_g / 254 * group_bound[g]). out[r] = -1 where a row has a NaN
+ * or nothing finite: the caller computes it in full. */
+#define BOUND_SLACK 1.025f /* float rounding of the sums and the exact values' own 2^-24 error */
+
+static int64_t bounded_argmax_row(const packed_linear *w, const float *xr, const float *lr, const float *col_bound,
+                                  const float *group_bound, float window, float *half_step, int64_t *cand,
+                                  float *cand_bound, int64_t max_cand) {
+    const int64_t k = w->k, ng = k / GROUP, n = w->n;
+    float b = 0.f;
+    for (int64_t g = 0; g < ng; g++) {
+        const __m512 a = _mm512_loadu_ps(xr + g * GROUP), c = _mm512_loadu_ps(xr + g * GROUP + 16);
+        half_step[g] = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(a), _mm512_abs_ps(c))) / 254.f;
+        b += half_step[g] * group_bound[g];
+    }
+    __m512 top = _mm512_set1_ps(-INFINITY);
+    __mmask16 nan = 0;
+    int64_t c = 0;
+    for (; c + 16 <= n; c += 16) {
+        const __m512 v = _mm512_loadu_ps(lr + c);
+        nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+        top = _mm512_max_ps(top, v);
+    }
+    float best_cheap = _mm512_reduce_max_ps(top);
+    for (; c < n; c++) {
+        if (lr[c] != lr[c]) nan = 1;
+        else if (lr[c] > best_cheap) best_cheap = lr[c];
+    }
+    if (nan || !(best_cheap > -INFINITY) || !isfinite(b)) return -1;
+    /* the candidates by the row's bound, then each by its column's own */
+    const __m512 thr = _mm512_set1_ps(best_cheap - window * b * BOUND_SLACK);
+    int64_t count = 0;
+    float lo = -INFINITY;
+    for (c = 0; c < n; c += 16) {
+        const __mmask16 valid = n - c >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - c)) - 1u);
+        __mmask16 hit = _mm512_mask_cmp_ps_mask(valid, _mm512_maskz_loadu_ps(valid, lr + c), thr, _CMP_GE_OQ);
+        while (hit) {
+            const int64_t col = c + __builtin_ctz(hit);
+            hit &= hit - 1;
+            if (count == max_cand) return -1; /* a row this flat is computed in full */
+            float bc = 0.f;
+            const float *cb = col_bound + col * ng;
+            for (int64_t g = 0; g < ng; g++) bc += half_step[g] * cb[g];
+            bc *= BOUND_SLACK;
+            cand[count] = col, cand_bound[count++] = bc;
+            if (lr[col] - bc > lo) lo = lr[col] - bc;
+        }
+    }
+    /* the survivors exactly, a panel at a time (candidates come in column order) */
+    fixed_rows a = {{NULL, NULL, NULL}, NULL, NULL, NULL, k, ng};
+    float scale[ng], scaled_sum[ng], vals[PANEL];
+    int32_t dsum[ng * MAX_DIGITS];
+    int8_t digit_buf[MAX_DIGITS * k];
+    a.scale = scale, a.scaled_sum = scaled_sum, a.dsum = dsum;
+    for (int i = 0; i < w->digits; i++) a.dig[i] = digit_buf + i * k;
+    quantize_row(xr, k, w->digits, a.dig, a.scale, a.scaled_sum, a.dsum);
+    const int64_t per_group = w->kind == W_INT4 ? GROUP * PANEL / 2 : GROUP * PANEL;
+    int64_t panel = -1, best = -1;
+    float best_value = -INFINITY;
+    for (int64_t i = 0; i < count; i++) {
+        const int64_t col = cand[i];
+        if (lr[col] + cand_bound[i] < lo) continue;
+        if (col / PANEL != panel) {
+            panel = col / PANEL;
+            weight_view wv = {{w->vnni + panel * ng * per_group, NULL}, NULL, per_group};
+            tile_dispatch(1, 1, w, &wv, panel, &a, 0, vals - panel * PANEL, 0, 0); /* ldo 0: vals[0..16) */
+        }
+        const float v = vals[col % PANEL];
+        if (v > best_value) best_value = v, best = col; /* strictly larger: the first index of a tie */
+    }
+    return best_value > -INFINITY ? best : -1;
+}
+
+void vnni_bounded_argmax(const packed_linear *w, const float *x, int64_t m, int64_t ldx, const float *cheap,
+                         int64_t ldc, const float *col_bound, const float *group_bound, float window, int64_t *out) {
+    const int64_t ng = w->k / GROUP, max_cand = 4096;
+#pragma omp parallel if (m > 1)
+    {
+        float *half_step = malloc(sizeof(float) * (size_t)ng), *cand_bound = malloc(sizeof(float) * (size_t)max_cand);
+        int64_t *cand = malloc(sizeof(int64_t) * (size_t)max_cand);
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t r = 0; r < m; r++)
+            out[r] = bounded_argmax_row(w, x + r * ldx, cheap + r * ldc, col_bound, group_bound, window, half_step,
+                                        cand, cand_bound, max_cand);
+        free(half_step), free(cand_bound), free(cand);
+    }
+}
+
 #else
 
 void linear_vnni(const packed_linear *w, const float *x, int64_t m, int64_t ldx, float *out, int64_t ldo,
                  int accumulate) {
     (void)w, (void)x, (void)m, (void)ldx, (void)out, (void)ldo, (void)accumulate; /* never called: vnni_supported() is 0 */
+}
+
+void vnni_bounded_argmax(const packed_linear *w, const float *x, int64_t m, int64_t ldx, const float *cheap,
+                         int64_t ldc, const float *col_bound, const float *group_bound, float window, int64_t *out) {
+    (void)w, (void)x, (void)ldx, (void)cheap, (void)ldc, (void)col_bound, (void)group_bound, (void)window;
+    for (int64_t r = 0; r < m; r++) out[r] = -1; /* never called: vnni_supported() is 0 */
 }
 
 #endif

@@ -40,6 +40,20 @@ static PyObject *py_linear(PyObject *self, PyObject *const *args, Py_ssize_t nar
     Py_RETURN_NONE;
 }
 
+static PyObject *py_bounded_argmax(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    /* the nine linear fields, x, m, ldx, cheap, ldc, col_bound, group_bound, window, out */
+    int64_t iv[18];
+    double fv[18];
+    if (parse(args, nargs, "iiiiiiiiiiiiiiiifi", iv, fv)) return NULL;
+    packed_linear w = {(int)iv[0], iv[1], iv[2], P(3, const void *), P(4, const uint16_t *), P(5, const uint16_t *),
+                       P(6, const float *), P(7, const uint8_t *), (int)iv[8]};
+    Py_BEGIN_ALLOW_THREADS
+    vnni_bounded_argmax(&w, P(9, const float *), iv[10], iv[11], P(12, const float *), iv[13], P(14, const float *),
+                        P(15, const float *), (float)fv[16], P(17, int64_t *));
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_vnni_pack(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     /* kind, n, k, data, dst: the int8/int4 weights repacked for linear_vnni into dst */
     int64_t iv[5];
@@ -163,6 +177,7 @@ static PyObject *py_stack_forward(PyObject *self, PyObject *const *args, Py_ssiz
 #define FASTCALL(name, fn, doc) {name, (PyCFunction)(void (*)(void))fn, METH_FASTCALL, doc}
 static PyMethodDef methods[] = {
     FASTCALL("linear", py_linear, "packed linear layer"),
+    FASTCALL("bounded_argmax", py_bounded_argmax, "greedy tokens from cheap logits and exact candidates (VNNI)"),
     FASTCALL("vnni_pack", py_vnni_pack, "repack int8/int4 weights for the VNNI linear"),
     FASTCALL("rms_norm", py_rms_norm, "RMSNorm of rows"),
     FASTCALL("rotary", py_rotary, "rotate-half rotary embedding in place"),

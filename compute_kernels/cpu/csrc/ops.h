@@ -10,6 +10,10 @@ void linear_packed(const packed_linear *w, const float *x, int64_t m, int64_t ld
 /* The same on AVX512-VNNI from w->vnni (linear_packed calls it when w->vnni is set). */
 void linear_vnni(const packed_linear *w, const float *x, int64_t m, int64_t ldx, float *out, int64_t ldo,
                  int accumulate);
+/* Greedy rows' tokens from 1-digit logits `cheap` and exact values of the candidates its bounds
+ * leave (linear_vnni.c says how); out[r] = -1 where row r needs its full logits. */
+void vnni_bounded_argmax(const packed_linear *w, const float *x, int64_t m, int64_t ldx, const float *cheap,
+                         int64_t ldc, const float *col_bound, const float *group_bound, float window, int64_t *out);
 int vnni_supported(void);
 int64_t vnni_packed_bytes(const packed_linear *w);
 void vnni_pack(const packed_linear *w, uint8_t *dst);
