@@ -4,9 +4,10 @@
     .venv/bin/python benchmarks/quantization.py --modes auto none --repeats 3 --plot out.png
 
 For each mode (auto: exact int4/int8 grids; none: float32; int8 and int4 forced; `+float32` /
-`+int8` after a mode: what the int linears multiply with, default fixed16 where the CPU has
+`+int8` after a mode: what the int linears multiply with, default fixed24 where the CPU has
 AVX512-VNNI) and the torch
-reference path (`--no-cpu-kernels`, float32): decode tokens/s at one stream, prefill tokens/s
+reference path (`--no-cpu-kernels`, the engine's default dtype: bfloat16 where the CPU has BF16
+units, as vLLM's CPU backend computes): decode tokens/s at one stream, prefill tokens/s
 of one 512-token prompt, the bytes of weights, and quality against the float32 model on a fixed
 text shipped in tests/data/quality_text.txt: the mean log-prob of its tokens, and top-1
 agreement (teacher-forced: at every position, does the mode predict the same next token as
@@ -68,7 +69,7 @@ def main() -> None:
     ap.add_argument("--model", default=None)
     ap.add_argument("--modes", nargs="+", default=["torch", "none", "auto", "auto+float32", "auto+int8", "int8", "int4"],
                     help="quantization modes, each optionally +ACTIVATIONS (--linear-activations: float32, fixed16, "
-                         "int8; without it the default, fixed16 where the CPU has VNNI); 'torch' is the reference "
+                         "int8; without it the default, fixed24 where the CPU has VNNI); 'torch' is the reference "
                          "path without the C kernels")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--num-threads", type=int, default=None)
