@@ -85,15 +85,15 @@ void vnni_pack(const packed_linear *w, uint8_t *dst) {
 typedef struct {
     int8_t *dig[MAX_DIGITS];
     float *scale, *scaled_sum; /* s, and s * sum(X) (the int4 minimum's factor) */
-    int32_t *dsum;             /* [m][ng][MAX_DIGITS]: sum of each plane's digits (int8 weights' offset) */
+    int32_t *init;             /* [m][ng][MAX_DIGITS]: each plane's integer sum starts here (the weights' offset) */
     int64_t k, ng;
 } fixed_rows;
 
 /* The largest |X| of `digits` balanced signed 8-bit digits whose top digit stays in [-127, 127]. */
 static float digit_limit(int digits) { return digits == 3 ? 8355711.f : digits == 2 ? 32639.f : 127.f; }
 
-static void quantize_row(const float *x, int64_t k, int digits, int8_t *const *dig, float *scale, float *scaled_sum,
-                         int32_t *dsum) {
+static void quantize_row(const float *x, int64_t k, int kind, int digits, int8_t *const *dig, float *scale,
+                         float *scaled_sum, int32_t *init) {
     const float limit = digit_limit(digits);
     for (int64_t g = 0; g < k / GROUP; g++) {
         const float *xg = x + g * GROUP;
@@ -107,7 +107,8 @@ static void quantize_row(const float *x, int64_t k, int digits, int8_t *const *d
             const __m512 v = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(h ? b : a, vi), _mm512_sub_ps(_mm512_setzero_ps(), vl)), vl);
             xi[h] = _mm512_cvtps_epi32(v);
         }
-        scaled_sum[g] = scale[g] * (float)_mm512_reduce_add_epi32(_mm512_add_epi32(xi[0], xi[1]));
+        const int32_t sum = _mm512_reduce_add_epi32(_mm512_add_epi32(xi[0], xi[1]));
+        scaled_sum[g] = scale[g] * (float)sum;
         __m512i plane_sum[MAX_DIGITS] = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512()};
         for (int h = 0; h < 2; h++) {
             __m512i rest = xi[h];
@@ -120,7 +121,10 @@ static void quantize_row(const float *x, int64_t k, int digits, int8_t *const *d
                 _mm_storeu_si128((__m128i *)(dig[i] + g * GROUP + 16 * h), _mm512_cvtepi32_epi8(d));
             }
         }
-        for (int i = 0; i < MAX_DIGITS; i++) dsum[g * MAX_DIGITS + i] = _mm512_reduce_add_epi32(plane_sum[i]);
+        /* int8: q' = q + 128, so each plane's sum starts at -128 x its digits' sum; int4: the sum of
+         * (q - 8) X, |.| <= 32 x 8 x 8355711 < 2^31, starts at -8 sum(X) (planes combined mod 2^32) */
+        for (int i = 0; i < MAX_DIGITS; i++)
+            init[g * MAX_DIGITS + i] = kind == W_INT8 ? -128 * _mm512_reduce_add_epi32(plane_sum[i]) : i == 0 ? -8 * sum : 0;
     }
 }
 
@@ -132,16 +136,20 @@ static inline int32_t word_at(const int8_t *p) {
 
 /* The 64 weight bytes of step s (4 inputs x PANEL columns) of group g of panel pp: int4 from an
  * unpacked buffer (one byte a weight) or straight from the packed nibbles, int8 as packed. */
+#define UNPACKED_WEIGHTS (GROUP / 4 * 2 * STEP_BYTES)                  /* one group's bytes of 2 panels */
+#define UNPACKED_GROUP (UNPACKED_WEIGHTS + 2 * 2 * PANEL * (int)sizeof(float)) /* and their d, m + 8 d */
+
 typedef struct {
     const uint8_t *packed[2]; /* the panels' first group, in vnni layout */
-    const uint8_t *unpacked;  /* int4 unpacked: [group][step][2 panels][64], or NULL */
+    const uint8_t *unpacked;  /* int4 unpacked: per group [step][2 panels][64] bytes, then d and m + 8 d
+                               * as float [2 panels][PANEL] each (UNPACKED_GROUP bytes), or NULL */
     int64_t per_group;        /* packed bytes per (panel, group) */
 } weight_view;
 
 static inline __attribute__((always_inline)) void
 step_pair(const int kind, const int unpacked, const weight_view *wv, int pp, int64_t g, int s, __m512i *w0, __m512i *w1) {
     if (kind == W_INT4 && unpacked) {
-        const uint8_t *u = wv->unpacked + ((g * (GROUP / 4) + s) * 2 + pp) * STEP_BYTES;
+        const uint8_t *u = wv->unpacked + g * UNPACKED_GROUP + (s * 2 + pp) * STEP_BYTES;
         *w0 = _mm512_loadu_si512(u), *w1 = _mm512_loadu_si512(u + 2 * STEP_BYTES);
     } else if (kind == W_INT4) {
         const __m512i raw = _mm512_loadu_si512(wv->packed[pp] + g * wv->per_group + (s / 2) * STEP_BYTES);
@@ -154,16 +162,16 @@ step_pair(const int kind, const int unpacked, const weight_view *wv, int pp, int
 }
 
 /* The float value of one group's integer sums for one row and panel: sum_i 256^i * plane i's
- * sum (int8 weights: less 128 * the plane's digits, the weights' offset), exact in int32 up to
- * two digits, combined in float (rounded once, as float32 rounds any sum) with three. */
+ * sum (the planes started at the weights' offset: sum((q - 8) X) for int4, sum(q X) for int8).
+ * In int32 (mod 2^32: the true sum fits) and rounded once, except int8 with three digits
+ * (up to 2^35): the two low planes in int32, the top one added in float (rounded twice). */
 static inline __attribute__((always_inline)) __m512
-group_value(const int kind, const int digits, __m512i *sums, const int32_t *dsum) {
-    if (kind == W_INT8)
-        for (int i = 0; i < digits; i++) sums[i] = _mm512_sub_epi32(sums[i], _mm512_set1_epi32(128 * dsum[i]));
+group_value(const int kind, const int digits, const __m512i *sums) {
     if (digits == 1) return _mm512_cvtepi32_ps(sums[0]);
-    if (digits == 2) return _mm512_cvtepi32_ps(_mm512_add_epi32(_mm512_slli_epi32(sums[1], 8), sums[0]));
-    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[2]), _mm512_set1_ps(65536.f),
-                           _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[1]), _mm512_set1_ps(256.f), _mm512_cvtepi32_ps(sums[0])));
+    const __m512i low = _mm512_add_epi32(_mm512_slli_epi32(sums[1], 8), sums[0]);
+    if (digits == 2) return _mm512_cvtepi32_ps(low);
+    if (kind == W_INT4) return _mm512_cvtepi32_ps(_mm512_add_epi32(_mm512_slli_epi32(sums[2], 16), low));
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[2]), _mm512_set1_ps(65536.f), _mm512_cvtepi32_ps(low));
 }
 
 /* R rows x P panels over every group: integer sums per group in registers, turned into floats
@@ -179,8 +187,11 @@ vnni_tile(const int kind, const int digits, const int unpacked, const int R, con
     for (int64_t g = 0; g < ng; g++) {
         __m512i sums[VROWS][2][MAX_DIGITS];
         for (int r = 0; r < R; r++)
-            for (int pp = 0; pp < P; pp++)
-                for (int i = 0; i < digits; i++) sums[r][pp][i] = _mm512_setzero_si512();
+            for (int i = 0; i < digits; i++) {
+                const __m512i init = kind == W_INT4 && i > 0 ? _mm512_setzero_si512()
+                                                             : _mm512_set1_epi32(a->init[((row0 + r) * ng + g) * MAX_DIGITS + i]);
+                for (int pp = 0; pp < P; pp++) sums[r][pp][i] = init;
+            }
         for (int s = 0; s < GROUP / 4; s += 2) { /* two steps of 4 inputs */
             __m512i w0[2], w1[2];
             for (int pp = 0; pp < P; pp++) step_pair(kind, unpacked, wv, pp, g, s, &w0[pp], &w1[pp]);
@@ -193,14 +204,21 @@ vnni_tile(const int kind, const int digits, const int unpacked, const int R, con
                 }
             }
         }
-        for (int pp = 0; pp < P; pp++) {
-            const int64_t at = (p0 + pp) * ng + g;
-            const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w->scales + at * PANEL)));
-            const __m512 m = kind == W_INT4 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w->mins + at * PANEL)))
-                                            : _mm512_setzero_ps();
+        for (int pp = 0; pp < P; pp++) { /* per column d and, int4, m + 8 d (the sums are of q - 8) */
+            __m512 d, m;
+            if (kind == W_INT4 && unpacked) {
+                const float *f = (const float *)(wv->unpacked + g * UNPACKED_GROUP + UNPACKED_WEIGHTS);
+                d = _mm512_loadu_ps(f + pp * PANEL), m = _mm512_loadu_ps(f + (2 + pp) * PANEL);
+            } else {
+                const int64_t at = (p0 + pp) * ng + g;
+                d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w->scales + at * PANEL)));
+                m = kind == W_INT4 ? _mm512_fmadd_ps(d, _mm512_set1_ps(8.f),
+                                                     _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w->mins + at * PANEL))))
+                                   : _mm512_setzero_ps();
+            }
             for (int r = 0; r < R; r++) {
                 const int64_t rg = (row0 + r) * ng + g;
-                const __m512 v = group_value(kind, digits, sums[r][pp], a->dsum + rg * MAX_DIGITS);
+                const __m512 v = group_value(kind, digits, sums[r][pp]);
                 acc[r][pp] = _mm512_fmadd_ps(v, _mm512_mul_ps(d, _mm512_set1_ps(a->scale[rg])), acc[r][pp]);
                 if (kind == W_INT4) acc[r][pp] = _mm512_fmadd_ps(m, _mm512_set1_ps(a->scaled_sum[rg]), acc[r][pp]);
             }
@@ -249,17 +267,27 @@ static void tile_dispatch(int R, int P, const packed_linear *w, const weight_vie
  * must fit the 32 registers. */
 static int tile_rows_for(int digits) { return digits == 3 ? 2 : digits == 2 ? 3 : VROWS; }
 
-/* int4 panels p0 .. p0 + P - 1 with one byte a weight: [group][step][2 panels][64]. */
-static void unpack_panels(const weight_view *wv, int P, int64_t ng, uint8_t *dst) {
+/* int4 panels p0 .. p0 + P - 1 with one byte a weight, per group [step][2 panels][64], then
+ * their scales d and m + 8 d as floats (UNPACKED_GROUP bytes a group). */
+static void unpack_panels(const packed_linear *w, const weight_view *wv, int64_t p0, int P, int64_t ng, uint8_t *dst) {
     const __m512i low = _mm512_set1_epi8(0x0F);
-    for (int64_t g = 0; g < ng; g++)
+    for (int64_t g = 0; g < ng; g++) {
         for (int t = 0; t < GROUP / 8; t++)
             for (int pp = 0; pp < P; pp++) {
                 const __m512i raw = _mm512_loadu_si512(wv->packed[pp] + g * wv->per_group + t * STEP_BYTES);
-                uint8_t *o = dst + ((g * (GROUP / 4) + 2 * t) * 2 + pp) * STEP_BYTES;
+                uint8_t *o = dst + g * UNPACKED_GROUP + (2 * t * 2 + pp) * STEP_BYTES;
                 _mm512_storeu_si512(o, _mm512_and_si512(raw, low));
                 _mm512_storeu_si512(o + 2 * STEP_BYTES, _mm512_and_si512(_mm512_srli_epi16(raw, 4), low));
             }
+        float *f = (float *)(dst + g * UNPACKED_GROUP + UNPACKED_WEIGHTS);
+        for (int pp = 0; pp < P; pp++) {
+            const int64_t at = (p0 + pp) * ng + g;
+            const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w->scales + at * PANEL)));
+            const __m512 m = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w->mins + at * PANEL)));
+            _mm512_storeu_ps(f + pp * PANEL, d);
+            _mm512_storeu_ps(f + (2 + pp) * PANEL, _mm512_fmadd_ps(d, _mm512_set1_ps(8.f), m));
+        }
+    }
 }
 
 /* rows (<= VROW_BLOCK) rows from row0 of panels p0 .. p0 + P - 1, written to out (its row 0 is
@@ -271,7 +299,7 @@ static void vnni_rows(const packed_linear *w, int64_t p0, int P, const fixed_row
     for (int pp = 0; pp < P; pp++) wv.packed[pp] = w->vnni + (p0 + pp) * ng * wv.per_group;
     const int tile_rows = tile_rows_for(w->digits);
     if (w->kind == W_INT4 && rows > tile_rows) {
-        unpack_panels(&wv, P, ng, unpack_buf);
+        unpack_panels(w, &wv, p0, P, ng, unpack_buf);
         wv.unpacked = unpack_buf;
     }
     for (int r0 = 0; r0 < rows; r0 += tile_rows) {
@@ -295,14 +323,15 @@ void linear_vnni(const packed_linear *w, const float *x, int64_t m, int64_t ldx,
         {
             int8_t *dig[MAX_DIGITS] = {NULL, NULL, NULL};
             for (int i = 0; i < digits; i++) dig[i] = a.dig[i] + r * k;
-            quantize_row(x + r * ldx, k, digits, dig, a.scale + r * ng, a.scaled_sum + r * ng, a.dsum + r * ng * MAX_DIGITS);
+            quantize_row(x + r * ldx, k, w->kind, digits, dig, a.scale + r * ng, a.scaled_sum + r * ng,
+                         a.init + r * ng * MAX_DIGITS);
         }
 #ifdef _OPENMP
         const int64_t chunk = (npairs + omp_get_num_threads() - 1) / omp_get_num_threads();
 #else
         const int64_t chunk = npairs;
 #endif
-        uint8_t *unpack_buf = m > 1 ? malloc((size_t)(ng * GROUP * 2 * PANEL)) : NULL;
+        uint8_t *unpack_buf = m > 1 ? malloc((size_t)(ng * UNPACKED_GROUP)) : NULL;
 #pragma omp for schedule(static, chunk)
         for (int64_t t = 0; t < items; t++) {
             const int64_t rb = t / npairs, p0 = 2 * (t % npairs);
@@ -312,7 +341,7 @@ void linear_vnni(const packed_linear *w, const float *x, int64_t m, int64_t ldx,
         free(unpack_buf);
     }
     for (int i = 0; i < MAX_DIGITS; i++) free(a.dig[i]);
-    free(a.scale), free(a.scaled_sum), free(a.dsum);
+    free(a.scale), free(a.scaled_sum), free(a.init);
 }
 
 #else
