@@ -308,14 +308,38 @@ static void vnni_rows(const packed_linear *w, int64_t p0, int P, const fixed_row
     }
 }
 
+/* Scratch memory each thread keeps between calls (up to SCRATCH_KEEP bytes): malloc'd afresh,
+ * a prefill's digit planes came back from the kernel as new zeroed pages on every call. */
+#define SCRATCH_KEEP ((size_t)64 << 20)
+typedef struct {
+    void *p;
+    size_t size;
+} scratch;
+
+static void *scratch_get(scratch *s, size_t size) {
+    if (size > s->size) {
+        free(s->p);
+        s->p = malloc(size);
+        s->size = s->p ? size : 0;
+    }
+    return s->p;
+}
+
+static void scratch_done(scratch *s) {
+    if (s->size > SCRATCH_KEEP) free(s->p), s->p = NULL, s->size = 0;
+}
+
 void linear_vnni(const packed_linear *w, const float *x, int64_t m, int64_t ldx, float *out, int64_t ldo,
                  int accumulate) {
+    static __thread scratch rows_mem;
     const int64_t k = w->k, ng = k / GROUP, np = (w->n + PANEL - 1) / PANEL, npairs = (np + 1) / 2;
     const int64_t nrb = (m + VROW_BLOCK - 1) / VROW_BLOCK, items = nrb * npairs;
     const int digits = w->digits;
-    fixed_rows a = {{NULL, NULL, NULL}, malloc(sizeof(float) * (size_t)(m * ng)), malloc(sizeof(float) * (size_t)(m * ng)),
-                    malloc(sizeof(int32_t) * (size_t)(m * ng * MAX_DIGITS)), k, ng};
-    for (int i = 0; i < digits; i++) a.dig[i] = malloc((size_t)(m * k));
+    /* per row: scale, s * sum(X) and init per group, then the digit planes [digits][m][k] */
+    const size_t per_group = 2 * sizeof(float) + MAX_DIGITS * sizeof(int32_t);
+    uint8_t *mem = scratch_get(&rows_mem, (size_t)(m * ng) * per_group + (size_t)(digits * m * k));
+    fixed_rows a = {{NULL, NULL, NULL}, (float *)mem, (float *)mem + m * ng, (int32_t *)((float *)mem + 2 * m * ng), k, ng};
+    for (int i = 0; i < digits; i++) a.dig[i] = (int8_t *)(mem + (size_t)(m * ng) * per_group) + i * m * k;
 #pragma omp parallel if (items > 1)
     {
 #pragma omp for schedule(static)
@@ -331,17 +355,17 @@ void linear_vnni(const packed_linear *w, const float *x, int64_t m, int64_t ldx,
 #else
         const int64_t chunk = npairs;
 #endif
-        uint8_t *unpack_buf = m > 1 ? malloc((size_t)(ng * UNPACKED_GROUP)) : NULL;
+        static __thread scratch unpack_mem;
+        uint8_t *unpack_buf = m > 1 ? scratch_get(&unpack_mem, (size_t)(ng * UNPACKED_GROUP)) : NULL;
 #pragma omp for schedule(static, chunk)
         for (int64_t t = 0; t < items; t++) {
             const int64_t rb = t / npairs, p0 = 2 * (t % npairs);
             const int64_t r0 = rb * VROW_BLOCK, rows = m - r0 < VROW_BLOCK ? m - r0 : VROW_BLOCK;
             vnni_rows(w, p0, p0 + 1 < np ? 2 : 1, &a, r0, (int)rows, out + r0 * ldo, ldo, accumulate, unpack_buf);
         }
-        free(unpack_buf);
+        if (m > 1) scratch_done(&unpack_mem);
     }
-    for (int i = 0; i < MAX_DIGITS; i++) free(a.dig[i]);
-    free(a.scale), free(a.scaled_sum), free(a.init);
+    scratch_done(&rows_mem);
 }
 
 #else
