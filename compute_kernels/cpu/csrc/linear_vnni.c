@@ -92,39 +92,87 @@ typedef struct {
 /* The largest |X| of `digits` balanced signed 8-bit digits whose top digit stays in [-127, 127]. */
 static float digit_limit(int digits) { return digits == 3 ? 8355711.f : digits == 2 ? 32639.f : 127.f; }
 
+/* v[s] (16 vectors) -> one vector whose lane 4 j + t is the sum (max) of v[j + 4 t]'s lanes: a
+ * tree of 128-, 64- and 32-bit shuffles, 3 ops a vector instead of a reduction each. */
+#define TREE16(T, OP)                                                                                      \
+    static inline __m512i tree16_##T(const __m512i *v) {                                                     \
+        __m512i u[8], w[4], y[2];                                                                            \
+        for (int i = 0; i < 8; i++)                                                                          \
+            u[i] = OP(_mm512_shuffle_i32x4(v[2 * i], v[2 * i + 1], 0x44), _mm512_shuffle_i32x4(v[2 * i], v[2 * i + 1], 0xEE)); \
+        for (int i = 0; i < 4; i++)                                                                          \
+            w[i] = OP(_mm512_shuffle_i32x4(u[2 * i], u[2 * i + 1], 0x88), _mm512_shuffle_i32x4(u[2 * i], u[2 * i + 1], 0xDD)); \
+        for (int i = 0; i < 2; i++)                                                                          \
+            y[i] = OP(_mm512_unpacklo_epi64(w[2 * i], w[2 * i + 1]), _mm512_unpackhi_epi64(w[2 * i], w[2 * i + 1])); \
+        const __m512 a = _mm512_castsi512_ps(y[0]), b = _mm512_castsi512_ps(y[1]);                           \
+        return OP(_mm512_castps_si512(_mm512_shuffle_ps(a, b, 0x88)), _mm512_castps_si512(_mm512_shuffle_ps(a, b, 0xDD))); \
+    }
+#define MAX_AS_PS(a, b) _mm512_castps_si512(_mm512_max_ps(_mm512_castsi512_ps(a), _mm512_castsi512_ps(b)))
+TREE16(add, _mm512_add_epi32)
+TREE16(max, MAX_AS_PS)
+
+/* Group g0 + j's vector goes to slot 4 (j % 4) + j / 4, so that tree16's lane j is group g0 + j. */
+static inline int tree_slot(int j) { return 4 * (j & 3) + (j >> 2); }
+
+/* One row to fixed point, 16 groups at a time: their largest |x| and the integer sums through
+ * tree16; per group the integers X = nearest-even(x * limit / amax), clamped to the limit, and
+ * their digits: d = X's low byte (balanced, in [-128, 127]), X = (X + 128) >> 8 for the next;
+ * the top digit is what is left. */
 static void quantize_row(const float *x, int64_t k, int kind, int digits, int8_t *const *dig, float *scale,
                          float *scaled_sum, int32_t *init) {
     const float limit = digit_limit(digits);
-    for (int64_t g = 0; g < k / GROUP; g++) {
-        const float *xg = x + g * GROUP;
-        const __m512 a = _mm512_loadu_ps(xg), b = _mm512_loadu_ps(xg + 16);
-        const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(a), _mm512_abs_ps(b)));
-        const float inv = amax > 0.f ? limit / amax : 0.f;
-        scale[g] = amax > 0.f ? amax / limit : 0.f;
-        const __m512 vi = _mm512_set1_ps(inv), vl = _mm512_set1_ps(limit);
-        __m512i xi[2];
-        for (int h = 0; h < 2; h++) { /* round to nearest even; clamp what rounding pushed past */
-            const __m512 v = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(h ? b : a, vi), _mm512_sub_ps(_mm512_setzero_ps(), vl)), vl);
-            xi[h] = _mm512_cvtps_epi32(v);
+    const __m512 vl = _mm512_set1_ps(limit), vnl = _mm512_set1_ps(-limit);
+    const __m512i c128 = _mm512_set1_epi32(128);
+    const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff);
+    const int64_t ng = k / GROUP;
+    for (int64_t g0 = 0; g0 < ng; g0 += 16) {
+        const int cnt = ng - g0 < 16 ? (int)(ng - g0) : 16;
+        __m512i part[MAX_DIGITS][16]; /* per group: lanes of X, then of each X >> 8 step (int8 weights' plane sums) */
+        for (int j = 0; j < 16; j++) part[0][j] = _mm512_setzero_si512();
+        for (int j = 0; j < cnt; j++) {
+            const float *xg = x + (g0 + j) * GROUP;
+            part[0][tree_slot(j)] = MAX_AS_PS(_mm512_and_si512(_mm512_loadu_si512(xg), abs_mask),
+                                              _mm512_and_si512(_mm512_loadu_si512(xg + 16), abs_mask));
         }
-        const int32_t sum = _mm512_reduce_add_epi32(_mm512_add_epi32(xi[0], xi[1]));
-        scaled_sum[g] = scale[g] * (float)sum;
-        __m512i plane_sum[MAX_DIGITS] = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512()};
-        for (int h = 0; h < 2; h++) {
-            __m512i rest = xi[h];
-            for (int i = 0; i < digits; i++) { /* d = ((X + 128) & 255) - 128, X = (X - d) / 256; the top digit is what is left */
-                const __m512i d = i == digits - 1 ? rest : _mm512_sub_epi32(
-                    _mm512_and_si512(_mm512_add_epi32(rest, _mm512_set1_epi32(128)), _mm512_set1_epi32(255)),
-                    _mm512_set1_epi32(128));
-                rest = _mm512_srai_epi32(_mm512_sub_epi32(rest, d), 8);
-                plane_sum[i] = _mm512_add_epi32(plane_sum[i], d);
-                _mm_storeu_si128((__m128i *)(dig[i] + g * GROUP + 16 * h), _mm512_cvtepi32_epi8(d));
+        const __m512 amax = _mm512_castsi512_ps(tree16_max(part[0]));
+        const __mmask16 nz = _mm512_cmp_ps_mask(amax, _mm512_setzero_ps(), _CMP_GT_OQ), live = (__mmask16)((1u << cnt) - 1u);
+        const __m512 sc = _mm512_maskz_div_ps(nz, amax, vl);
+        float inv[16];
+        _mm512_storeu_ps(inv, _mm512_maskz_div_ps(nz, vl, amax));
+        for (int i = 0; i < MAX_DIGITS; i++)
+            for (int j = cnt; j < 16; j++) part[i][tree_slot(j)] = _mm512_setzero_si512();
+        for (int j = 0; j < cnt; j++) {
+            const int64_t g = g0 + j;
+            const __m512 vi = _mm512_set1_ps(inv[j]);
+            __m512i rest[2], sum[MAX_DIGITS];
+            for (int h = 0; h < 2; h++) /* round to nearest even; clamp what rounding pushed past */
+                rest[h] = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(_mm512_loadu_ps(x + g * GROUP + 16 * h), vi), vnl), vl));
+            for (int i = 0; i < digits; i++) {
+                sum[i] = _mm512_add_epi32(rest[0], rest[1]);
+                for (int h = 0; h < 2; h++) {
+                    _mm_storeu_si128((__m128i *)(dig[i] + g * GROUP + 16 * h), _mm512_cvtepi32_epi8(rest[h]));
+                    if (i + 1 < digits) rest[h] = _mm512_srai_epi32(_mm512_add_epi32(rest[h], c128), 8);
+                }
             }
+            for (int i = 0; i < (kind == W_INT8 ? digits : 1); i++) part[i][tree_slot(j)] = sum[i];
         }
+        /* sums of X, and (int8) of each step's rest: plane i's digits sum to R_i - 256 R_{i+1} */
+        __m512i tot[MAX_DIGITS + 1];
+        for (int i = 0; i < (kind == W_INT8 ? digits : 1); i++) tot[i] = tree16_add(part[i]);
+        _mm512_mask_storeu_ps(scale + g0, live, sc);
+        _mm512_mask_storeu_ps(scaled_sum + g0, live, _mm512_mul_ps(sc, _mm512_cvtepi32_ps(tot[0])));
         /* int8: q' = q + 128, so each plane's sum starts at -128 x its digits' sum; int4: the sum of
          * (q - 8) X, |.| <= 32 x 8 x 8355711 < 2^31, starts at -8 sum(X) (planes combined mod 2^32) */
-        for (int i = 0; i < MAX_DIGITS; i++)
-            init[g * MAX_DIGITS + i] = kind == W_INT8 ? -128 * _mm512_reduce_add_epi32(plane_sum[i]) : i == 0 ? -8 * sum : 0;
+        int32_t start[MAX_DIGITS][16];
+        if (kind == W_INT8) {
+            tot[digits] = _mm512_setzero_si512();
+            for (int i = 0; i < digits; i++)
+                _mm512_storeu_si512(start[i], _mm512_mullo_epi32(_mm512_set1_epi32(-128),
+                                                                 _mm512_sub_epi32(tot[i], _mm512_slli_epi32(tot[i + 1], 8))));
+        } else
+            _mm512_storeu_si512(start[0], _mm512_mullo_epi32(_mm512_set1_epi32(-8), tot[0]));
+        for (int j = 0; j < cnt; j++)
+            for (int i = 0; i < MAX_DIGITS; i++)
+                init[(g0 + j) * MAX_DIGITS + i] = kind == W_INT8 ? (i < digits ? start[i][j] : 0) : i == 0 ? start[0][j] : 0;
     }
 }
 
