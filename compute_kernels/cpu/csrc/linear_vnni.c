@@ -2,13 +2,19 @@
  *
  * The fp32 paths (linear.c) spend most of their time turning 4-bit weights into floats. Here
  * the weights stay integers: each row's inputs are written, per group of GROUP, as a scale and
- * integers X (|X| <= 32639 with two signed 8-bit digits, hi * 256 + lo; |X| <= 127 with one),
- * and vpdpbusd sums weight (u8) x digit (s8) products four at a time, exactly, in int32.
- * Once per group the integer sums become floats:
- *     out += (d * s) * sum(q * X) + m * (s * sum(X))          (int4: w = d * q + m)
- *     out += (d * s) * (sum(q' * X) - 128 * sum(X))            (int8: q' = q + 128 unsigned)
- * Two digits keep 16 bits of every group's inputs (error <= 2^-16 of the group's largest
- * input, within float32's own rounding of the sums); one digit is llama.cpp's 8-bit scheme.
+ * integers X (|X| <= 8355711 with three signed 8-bit digits, d2 * 65536 + d1 * 256 + d0; 32639
+ * with two; 127 with one), and vpdpbusd sums weight (u8) x digit (s8) products four at a time,
+ * exactly, in int32, one sum per digit plane. Once per group the integer sums become floats:
+ *     out += (d * s) * sum((q - 8) * X) + (m + 8 d) * (s * sum(X))   (int4: w = d * q + m)
+ *     out += (d * s) * sum((q' - 128) * X)                            (int8: q' = q + 128 unsigned)
+ * The weights' offset is where the planes' sums start (-8 sum(X) in the low plane, -128 x each
+ * plane's digit sum), and the planes combine in int32 (shifts and adds, mod 2^32: the centred
+ * int4 sum is below 32 x 8 x 8355711 < 2^31) into one value converted once; only int8 with
+ * three digits adds its top plane in float. On Zen4 an FMA or multiply takes a vpdpbusd's
+ * slot while integer adds, shifts and conversions mostly do not, so a (row, 16 columns, group)
+ * costs 24 vpdpbusd and 3 float multiply-adds with three digits. Three digits keep 24 bits of
+ * every group's inputs (error <= 2^-24 of the group's largest input, float32's own rounding);
+ * two 16 bits; one digit is llama.cpp's 8-bit scheme.
  * A row's integers depend on that row alone and integer sums have no order, so a request's
  * result does not depend on its batch.
  *
@@ -31,7 +37,7 @@
 #define HAVE_VNNI 1
 #endif
 
-#define VROWS 4          /* most rows per register tile: 4 with one digit, 3 with two (12 and 16 accumulators) */
+#define VROWS 4          /* most rows per register tile: 4 with one digit, 3 with two, 2 with three (8, 12, 12 integer accumulators) */
 #define VROW_BLOCK 64    /* rows per work item: their digits (2 x 64 x K bytes) stay in L2 */
 #define STEP_BYTES 64    /* one vpdpbusd operand: PANEL columns x 4 inputs */
 #define MAX_DIGITS 3     /* 8-bit digits per activation: 1 (8-bit), 2 (16-bit), 3 (24-bit fixed point) */
