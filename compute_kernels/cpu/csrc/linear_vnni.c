@@ -198,6 +198,8 @@ typedef struct {
     const uint8_t *unpacked;  /* int4 unpacked: per group [step][2 panels][64] bytes, then d and m + 8 d
                                * as float [2 panels][PANEL] each (UNPACKED_GROUP bytes), or NULL */
     int64_t per_group;        /* packed bytes per (panel, group) */
+    const uint8_t *prefetch;  /* the next panel pair's packed bytes (npf panels), fetched into L1 meanwhile, or NULL */
+    int npf;
 } weight_view;
 
 static inline __attribute__((always_inline)) void
@@ -239,6 +241,10 @@ vnni_tile(const int kind, const int digits, const int unpacked, const int R, con
     for (int r = 0; r < R; r++)
         for (int pp = 0; pp < P; pp++) acc[r][pp] = _mm512_setzero_ps();
     for (int64_t g = 0; g < ng; g++) {
+        if (wv->prefetch) /* the next pair's group g, while this one computes (the first tile of a block) */
+            for (int pp = 0; pp < wv->npf; pp++)
+                for (int64_t off = 0; off < wv->per_group; off += 64)
+                    _mm_prefetch((const char *)wv->prefetch + (pp * ng + g) * wv->per_group + off, _MM_HINT_T0);
         __m512i sums[VROWS][2][MAX_DIGITS];
         for (int r = 0; r < R; r++)
             for (int i = 0; i < digits; i++) {
@@ -352,8 +358,10 @@ static void unpack_panels(const packed_linear *w, const weight_view *wv, int64_t
 static void vnni_rows(const packed_linear *w, int64_t p0, int P, const fixed_rows *a, int64_t row0, int rows,
                       float *out, int64_t ldo, int accumulate, uint8_t *unpack_buf) {
     const int64_t ng = w->k / GROUP;
-    weight_view wv = {{NULL, NULL}, NULL, w->kind == W_INT4 ? GROUP * PANEL / 2 : GROUP * PANEL};
+    const int64_t np = (w->n + PANEL - 1) / PANEL;
+    weight_view wv = {{NULL, NULL}, NULL, w->kind == W_INT4 ? GROUP * PANEL / 2 : GROUP * PANEL, NULL, 0};
     for (int pp = 0; pp < P; pp++) wv.packed[pp] = w->vnni + (p0 + pp) * ng * wv.per_group;
+    if (p0 + 2 < np) wv.prefetch = w->vnni + (p0 + 2) * ng * wv.per_group, wv.npf = p0 + 3 < np ? 2 : 1;
     const int tile_rows = tile_rows_for(w->digits);
     if (w->kind == W_INT4 && rows > UNPACK_ROWS) {
         unpack_panels(w, &wv, p0, P, ng, unpack_buf);
@@ -362,6 +370,7 @@ static void vnni_rows(const packed_linear *w, int64_t p0, int P, const fixed_row
     for (int r0 = 0; r0 < rows; r0 += tile_rows) {
         const int R = rows - r0 < tile_rows ? rows - r0 : tile_rows;
         tile_dispatch(R, P, w, &wv, p0, a, row0 + r0, out - row0 * ldo, ldo, accumulate);
+        wv.prefetch = NULL;
     }
 }
 
