@@ -30,6 +30,10 @@ class EngineConfig:
     # prompt tokens a step may take while any request decodes (None: auto, 128 on CPU, no cap on
     # CUDA; 0: no cap): a large prefill chunk would hold every decoding stream for its whole step
     max_prefill_tokens_while_decoding: int | None = None
+    # pace those prompt tokens by time instead (engine/prefill_pacing.py): they may cost at most this
+    # many times the step's decode rows (None: auto, 2.5 on CPU unless a cap is given, off on CUDA; 0: off;
+    # the cap stays the budget until the step costs are learned)
+    prefill_stall_ratio: float | None = None
     block_size: int = 16
     num_kv_blocks: int | None = None
     kv_cache_gib: float = 1.0
@@ -63,6 +67,8 @@ class EngineConfig:
         for name in ("max_num_seqs", "max_num_batched_tokens", "block_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.prefill_stall_ratio is not None and self.prefill_stall_ratio < 0:
+            raise ValueError(f"prefill_stall_ratio must be >= 0, got {self.prefill_stall_ratio}")
         if self.max_prefill_tokens_while_decoding is not None and self.max_prefill_tokens_while_decoding < 0:
             raise ValueError(f"max_prefill_tokens_while_decoding must be >= 0, got {self.max_prefill_tokens_while_decoding}")
         if self.max_model_len is not None and self.max_model_len < 1:

@@ -14,6 +14,7 @@ import torch
 from engine import hardware
 from engine.config import EngineConfig
 from engine.kv_cache import KVCacheManager
+from engine.prefill_pacing import PrefillPacer
 from engine.loader import resolve_model
 from engine.loader.weights import load_model
 from engine.request import Request
@@ -81,10 +82,18 @@ class EngineCore:
         max_len = min(config.max_model_len or model.max_position_embeddings, num_blocks * config.block_size)
         self.kv = KVCacheManager(num_blocks, config.block_size, config.enable_prefix_caching)
         prefill_cap = config.max_prefill_tokens_while_decoding
+        stall_ratio = config.prefill_stall_ratio
+        if stall_ratio is None:  # a cap given alone means that cap
+            stall_ratio = hardware.default_prefill_stall_ratio(device) if prefill_cap is None else 0.0
         if prefill_cap is None:
             prefill_cap = hardware.default_prefill_cap(device)
+        pacer = PrefillPacer(stall_ratio, fallback_tokens=prefill_cap or config.max_num_batched_tokens) if stall_ratio else None
         self.scheduler = Scheduler(self.kv, config.max_num_seqs, config.max_num_batched_tokens, max_len,
-                                   prefill_cap or None)  # fmt: skip
+                                   prefill_cap or None, pacer)  # fmt: skip
+        if pacer is not None:
+            prefill_note = f"paced: prompt tokens cost at most {stall_ratio:g}x the step's decode ({prefill_cap or 'no cap'} tokens until learned)"
+        else:
+            prefill_note = f"{prefill_cap} tokens a step" if prefill_cap else "the whole budget"
         self.runner = ModelRunner(model, num_blocks, config.block_size, config.max_num_seqs, max_len,
                                   files.eos_token_ids, device, kv_dtype,
                                   loaded.use_cpu_kernels, _graph_backend(config, device))  # fmt: skip
@@ -92,7 +101,7 @@ class EngineCore:
         summary = (f"{loaded.impl}; {loaded.note + '; ' if loaded.note else ''}dtype {dtype_name}"
                    f"{' (auto)' if config.dtype is None else ''}; {num_threads or 'default'} threads; "
                    f"{num_blocks} KV blocks of {config.block_size} ({kv_name}); "
-                   f"prefill while decoding: {f'{prefill_cap} tokens a step' if prefill_cap else 'the whole budget'}; "
+                   f"prefill while decoding: {prefill_note}; "
                    f"resident {hardware.resident_mib():.0f} MiB; "
                    f"{f'CUDA graphs for decode batches up to {graphs.sizes[-1]}; ' if graphs else ''}"
                    f"{hardware.describe(device)}")  # fmt: skip
@@ -202,6 +211,7 @@ class EngineCore:
         if not self.scheduler.has_work():
             time.sleep(0.001)  # only grammars compiling: do not spin hot
             return []
+        started = time.perf_counter()
         plan = self.scheduler.schedule()
         if self.speculator is not None:
             self.speculator.remove(plan.freed_req_ids)  # preempted requests rebuild their draft state
@@ -221,7 +231,21 @@ class EngineCore:
         self.num_generation_tokens += sum(len(p.token_ids) for p in progressed)
         if self.speculator is not None:
             self._propose(progressed)
+        if self.scheduler.pacer is not None:
+            self._observe_step(plan, time.perf_counter() - started)
         return outputs
+
+    def _observe_step(self, plan: SchedulerOutput, seconds: float) -> None:
+        """Tells the pacer what this step's decode and prompt tokens cost."""
+        num_decode = num_prefill = 0
+        prompt_len = {r.request_id: r.num_prompt_tokens for r in plan.new_reqs}
+        for req_id, num_new, num_computed in zip(plan.req_ids, plan.num_scheduled_tokens, plan.num_computed_tokens):
+            request = self.scheduler.requests.get(req_id)
+            num_prompt = prompt_len.get(req_id, request.num_prompt_tokens if request is not None else 0)
+            prompt_part = max(0, min(num_new, num_prompt - num_computed))
+            num_prefill += prompt_part
+            num_decode += num_new - prompt_part
+        self.scheduler.pacer.observe(num_decode, num_prefill, seconds)
 
     def _resident_bytes(self) -> int:
         now = time.monotonic()

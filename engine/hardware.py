@@ -50,6 +50,15 @@ def default_prefill_cap(device: torch.device) -> int:
     return 128 if device.type == "cpu" else 0
 
 
+def default_prefill_stall_ratio(device: torch.device) -> float:
+    """How much a step's prompt tokens may cost against its decode rows while streams decode: 2.5
+    on a CPU, off (0) on CUDA. Chosen with benchmarks/schedule_sim.py on the BF16 machine's step
+    costs against the fixed 128-token cap: ITL p99 155 -> 33 ms at 4 streams and 176 -> 99 ms at
+    16, TTFT p50 equal or lower at 4 and 16 and under vLLM's at 64, tok/s within 4 %; measured on
+    the machine with benchmarks/serve.py in docs/kernels-and-cpu-speed.md."""
+    return 2.5 if device.type == "cpu" else 0.0
+
+
 def usable_cores() -> int:
     try:
         return len(os.sched_getaffinity(0))

@@ -2,9 +2,11 @@
 
 Pure Python. Running requests are served first (decodes and unfinished prefill chunks);
 waiting requests are admitted FCFS while the budget, `max_num_seqs` and the block pool
-allow. While any request is decoding, prompt tokens (chunks and admissions) get at most
-`max_prefill_tokens_while_decoding` of a step, so that a long prefill never holds every
-decoding stream for a whole large step; with nobody decoding they get the whole budget.
+allow. While any request is decoding, prompt tokens (chunks and admissions) get what the
+pacer allows (engine/prefill_pacing.py: at most a set multiple of the decode rows' own cost,
+learned from the steps) or, without one, at most `max_prefill_tokens_while_decoding` of a step,
+so that a long prefill never holds every decoding stream for a whole large step; with nobody
+decoding they get the whole budget.
 When blocks run out, the most recently admitted running request is preempted by recompute:
 its blocks are freed and it goes back to the front of the queue.
 A decoding request's draft tokens (speculative decoding) are scheduled after its last known
@@ -18,6 +20,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from engine.kv_cache import KVCacheManager
+from engine.prefill_pacing import PrefillPacer
 from engine.request import Request, Status
 
 
@@ -60,8 +63,9 @@ class Scheduler:
     """Owns the waiting and running queues; called by the engine core once per step."""
 
     def __init__(self, kv: KVCacheManager, max_num_seqs: int, max_num_batched_tokens: int, max_model_len: int,
-                 max_prefill_tokens_while_decoding: int | None = None):  # fmt: skip
+                 max_prefill_tokens_while_decoding: int | None = None, pacer: PrefillPacer | None = None):  # fmt: skip
         self.kv = kv
+        self.pacer = pacer  # when set, it decides the prompt tokens of a step while others decode
         self.max_num_seqs = max_num_seqs
         self.max_num_batched_tokens = max_num_batched_tokens
         self.max_prefill_tokens_while_decoding = max_prefill_tokens_while_decoding
@@ -111,10 +115,15 @@ class Scheduler:
         return min(request.num_tokens - request.num_computed_tokens, budget)
 
     def _prefill_budget(self) -> int:
-        """Prompt tokens this step may take: capped while any running request decodes."""
+        """Prompt tokens this step may take: capped (or paced) while any running request decodes."""
         cap = self.max_prefill_tokens_while_decoding
-        if cap is None or not any(r.num_computed_tokens >= r.num_prompt_tokens for r in self.running):
+        if cap is None and self.pacer is None:
             return self.max_num_batched_tokens
+        num_decoding = sum(r.num_computed_tokens >= r.num_prompt_tokens for r in self.running)
+        if not num_decoding:
+            return self.max_num_batched_tokens
+        if self.pacer is not None:
+            return min(self.pacer.budget(num_decoding), self.max_num_batched_tokens)
         return cap
 
     def _spec_ids(self, request: Request, num_new: int, budget: int) -> list[int]:

@@ -44,6 +44,7 @@ def _engine_config(args: argparse.Namespace):
         quantization=args.quantization,
         linear_activations=args.linear_activations,
         max_prefill_tokens_while_decoding=args.max_prefill_tokens_while_decoding,
+        prefill_stall_ratio=args.prefill_stall_ratio,
         cpu_kernels=not args.no_cpu_kernels,
         model_impl=args.model_impl,
         num_threads=num_threads,

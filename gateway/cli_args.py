@@ -98,7 +98,12 @@ def _engine_flags(serve: argparse.ArgumentParser) -> None:
                             "such a grid (a GGUF's Q4_1/Q8_0), float32 elsewhere; int8/int4 force a grid (lossy)")
     group.add_argument("--max-prefill-tokens-while-decoding", type=int, default=None,
                        help="prompt tokens a step may take while any request is decoding (default: 128 on CPU, "
-                            "no cap on CUDA; 0: no cap), so that a long prompt never stalls the streams")
+                            "no cap on CUDA; 0: no cap), so that a long prompt never stalls the streams; given "
+                            "alone, it turns the pacing below off")
+    group.add_argument("--prefill-stall-ratio", type=float, default=None,
+                       help="pace prompt tokens by time while requests decode: a step's prompt tokens may cost at "
+                            "most this many times its decode rows, as measured from the steps (default: 2.5 on CPU, "
+                            "off on CUDA; 0: off, the token cap alone)")
     group.add_argument("--linear-activations", default="auto", choices=["auto", "float32", "fixed24", "fixed16", "int8"],
                        help="what the CPU kernels multiply int4/int8 weights with: auto (default) is fixed24 where the "
                             "CPU has AVX512-VNNI (24-bit fixed point per group of 32 inputs, integer dot products; "

@@ -1,0 +1,112 @@
+"""Prefill pacing: the step-cost fit, the budget it gives, the scheduler and engine core using it."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from engine import LLM
+from engine.kv_cache import KVCacheManager
+from engine.prefill_pacing import PrefillPacer
+from engine.request import Request
+from engine.scheduler import Scheduler
+from schemas.engine import SamplingParams
+from tests.engine.conftest import assert_no_leak
+
+A, B, C = 4e-3, 1.5e-3, 0.9e-3  # seconds: a step, a decode row, a prompt token
+
+
+def cost(d: int, p: int) -> float:
+    return A + B * d + C * p
+
+
+def feed(pacer: PrefillPacer, steps: int = 200, seed: int = 0, noise: float = 0.0) -> None:
+    rng = random.Random(seed)
+    for _ in range(steps):
+        d, p = rng.choice([(rng.randint(1, 64), 0), (0, rng.randint(16, 2048)), (rng.randint(1, 64), rng.randint(1, 256))])
+        pacer.observe(d, p, cost(d, p) * (1 + rng.uniform(-noise, noise)))
+
+
+def test_the_fit_recovers_the_step_costs_and_the_budget_follows_the_ratio():
+    pacer = PrefillPacer(stall_ratio=2.0)
+    feed(pacer)
+    a, b, c = pacer.costs
+    assert a == pytest.approx(A, rel=0.02) and b == pytest.approx(B, rel=0.02) and c == pytest.approx(C, rel=0.02)
+    assert pacer.budget(1) == 16  # the floor: 2 x 5.5 ms of decode buys 12 tokens
+    for rows in (4, 16, 64):
+        assert pacer.budget(rows) == pytest.approx(2.0 * cost(rows, 0) / C, abs=2)
+    assert pacer.budget(4) < pacer.budget(16) < pacer.budget(64)  # more rows decoding, a longer step to share
+
+
+def test_noisy_steps_still_give_a_budget_near_the_truth():
+    pacer = PrefillPacer(stall_ratio=1.0)
+    feed(pacer, steps=400, noise=0.3)
+    assert pacer.budget(16) == pytest.approx(cost(16, 0) / C, rel=0.15)
+
+
+def test_the_fit_follows_a_machine_that_slows_down():
+    """Costs move (another process takes a core): the fit forgets the old steps."""
+    pacer = PrefillPacer(stall_ratio=1.0)
+    feed(pacer)
+    rng = random.Random(1)
+    for _ in range(400):  # every cost doubled
+        d, p = rng.randint(1, 64), rng.choice([0, rng.randint(1, 256)])
+        pacer.observe(d, p, 2 * cost(d, p))
+    assert pacer.costs[2] == pytest.approx(2 * C, rel=0.05)
+
+
+def test_fallback_until_both_kinds_of_step_are_seen_then_a_floor():
+    pacer = PrefillPacer(stall_ratio=1.0, fallback_tokens=77, min_tokens=16)
+    assert pacer.budget(8) == 77
+    for _ in range(50):  # decode steps only: the prompt token's cost is still unknown
+        pacer.observe(8, 0, cost(8, 0))
+    assert pacer.budget(8) == 77
+    for _ in range(10):
+        pacer.observe(0, 500, cost(0, 500))
+    assert pacer.learned and pacer.budget(8) == int(cost(8, 0) / pacer.costs[2])
+    pacer.observe(0, 0, 1.0)  # an empty step teaches nothing
+    cheap = PrefillPacer(stall_ratio=0.01, min_tokens=16)
+    feed(cheap)
+    assert cheap.budget(1) == 16  # prompts always move forward
+
+
+def test_a_bad_ratio_is_refused():
+    with pytest.raises(ValueError):
+        PrefillPacer(stall_ratio=0)
+
+
+def _req(rid: str, first: int, n: int, max_tokens: int = 8) -> Request:
+    return Request(rid, list(range(first, first + n)), SamplingParams(max_tokens=max_tokens), max_tokens, frozenset({0}))
+
+
+def test_the_scheduler_gives_prompts_what_the_pacer_allows_while_others_decode():
+    pacer = PrefillPacer(stall_ratio=1.0, min_tokens=4)
+    feed(pacer)
+    s = Scheduler(KVCacheManager(256, 4), 8, 512, 1024, max_prefill_tokens_while_decoding=128, pacer=pacer)
+    s.add(_req("a", 1, 30))
+    out = s.schedule()
+    assert out.num_scheduled_tokens == [30]  # nobody decodes: the whole prompt
+    s.update(out, {"a": 7})
+    s.add(_req("b", 1000, 300))
+    out = s.schedule()
+    allowed = pacer.budget(1)
+    assert out.req_ids == ["a", "b"] and out.num_scheduled_tokens == [1, allowed]
+    assert allowed == int(cost(1, 0) / pacer.costs[2]) and allowed < 128  # not the fixed cap
+
+
+def test_the_engine_paces_by_default_on_cpu_and_a_cap_alone_turns_it_off(tiny_llama_dir):
+    paced = LLM(tiny_llama_dir, max_model_len=256, num_kv_blocks=64)
+    assert paced.core.scheduler.pacer is not None and paced.core.scheduler.pacer.stall_ratio == 2.5
+    assert "paced" in paced.core.info.summary
+    params = SamplingParams(max_tokens=12, temperature=0.0, ignore_eos=True)
+    prompts = [[1 + (i * 7 + j) % 200 for j in range(20 + 9 * i)] for i in range(6)]
+    first = [o.token_ids for o in paced.generate(prompts, params)]
+    pacer = paced.core.scheduler.pacer
+    assert pacer._seen_decode > 0 and pacer._seen_prefill > 0  # the core reports its steps
+    assert_no_leak(paced)
+    capped = LLM(tiny_llama_dir, max_model_len=256, num_kv_blocks=64, max_prefill_tokens_while_decoding=8)
+    assert capped.core.scheduler.pacer is None and "8 tokens a step" in capped.core.info.summary
+    assert [o.token_ids for o in capped.generate(prompts, params)] == first  # pacing changes no token
+    off = LLM(tiny_llama_dir, max_model_len=256, num_kv_blocks=64, prefill_stall_ratio=0)
+    assert off.core.scheduler.pacer is None
