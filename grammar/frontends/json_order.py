@@ -2,9 +2,10 @@
 
 `declared` (the default) emits, and so accepts, an object's declared properties in the order the
 schema lists them, as OpenAI's structured outputs, xgrammar and llguidance do; since issue 39
-(measured: docs/grammar.md "Property order") it also takes an object of at most SMALL_ANY_ORDER
-members in any order, and a larger one with its required members first, in the order `required`
-lists them, then the optional ones in declared order (`declared_order_graph`). `any` accepts every
+(measured: docs/grammar.md "Property order") it also takes an object with its required members
+first, in the order `required` lists them, then the optional ones in declared order
+(`declared_order_graph`); objects of at most SMALL_ANY_ORDER members in any order is there too,
+off (0) by measurement: 1-2 more of 1,000 dev instances for 1.5x the compile p50. `any` accepts every
 order: the members graph then has a state per set of declared members written so far (each
 member at most once, the closing brace only once every required one is in), extra members
 (additionalProperties, patternProperties) between any two. That graph holds a copy of a member
@@ -23,7 +24,7 @@ PROPERTY_ORDERS = ("declared", "any")
 MAX_ANY_ORDER_MEMBERS = 10  # declared properties: 2**n sets
 MAX_ANY_ORDER_SIZE = 20_000  # NFA states the copies of members may take, in all of one schema's objects
 # The default ("declared") policy, measured in issue 39 (docs/grammar.md "Property order"):
-SMALL_ANY_ORDER = 3  # objects of 2..this many members in any order (within MAX_ANY_ORDER_SIZE)
+SMALL_ANY_ORDER = 0  # objects of 2..this many members in any order (within MAX_ANY_ORDER_SIZE); 0: none (measured)
 REQUIRED_FIRST = True  # larger ones also with their required members first, in `required`'s order
 REF_COPY_SIZE = 200  # a rule the NFA builder may inline at each use (automaton/nfa.py COMPACT_RULE_SIZE)
 
@@ -93,7 +94,7 @@ def _copy_size(node: Node, memo: dict[int, int]) -> int:
 def declared_order_graph(sc, members: list[tuple[Node, bool]], names: list[str], required: list, extra: Node | None,
                          comma: Node, ws: Node, lead: Node | None) -> Node:
     """The default policy's members: an object of 2..SMALL_ANY_ORDER members in any order (within
-    the schema's copy budget); a larger one in declared order, or with the required members first
+    the schema's copy budget; none by default); others in declared order, or with the required members first
     in the order `required` lists them and then the optional ones in declared order (a second copy
     of the members, within the budget too); extra members (additionalProperties,
     patternProperties) after the declared ones. Each object it takes is one `any` takes: a subset

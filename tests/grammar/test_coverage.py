@@ -159,8 +159,8 @@ def test_one_of_with_an_any_of_inside(schema):
 def test_declared_properties_are_written_in_declared_order():
     """Decided (issue 17), widened by measurement (issue 39): declared properties are generated, and
     so accepted, in declared order, as OpenAI's structured outputs promise and xgrammar and
-    llguidance do; since issue 39 the default also takes an object of at most three members in any
-    order, and a larger one with its required members first (grammar/frontends/json_order.py). So
+    llguidance do; since issue 39 the default also takes an object with its required members first,
+    in `required`'s order (grammar/frontends/json_order.py). So
     JSONSchemaBench Github_ultra---o33032's valid instance, which writes `template` before
     `linkedGenes` (declared the other way round), is taken now. A declared name is never taken as an
     additional property either (that would let it repeat, or skip its own schema)."""
