@@ -58,7 +58,8 @@ def _output_flags(serve: argparse.ArgumentParser) -> None:
                             "its properties admits no others, as vLLM's xgrammar backend)")
     group.add_argument("--structured-outputs-property-order", default="declared", choices=["declared", "any"],
                        help="JSON schemas' object properties: in the schema's declared order (default; as OpenAI, "
-                            "xgrammar and llguidance) or in any order (small objects; grammar/README.md)")
+                            "xgrammar and llguidance), also taking an object with its required properties first; "
+                            "or in any order (within a size budget; grammar/README.md)")
     group.add_argument("--structured-outputs-lenient", action="store_true",
                        help="a JSON schema with no exact grammar (uniqueItems, a oneOf that cannot be separated, ...) "
                             "compiles a wider one instead of a 400; the finished document is checked with jsonschema "

@@ -34,6 +34,26 @@ def if_then_else(schema: dict[str, Any], where: str) -> dict[str, Any]:
     return {"anyOf": branches}
 
 
+def hoist_condition(schema: dict[str, Any], where: str) -> dict[str, Any] | None:
+    """`schema` (no `if` of its own) with the first `if`/`then`/`else` of an `allOf` part moved up
+    to it (None when no part has one): allOf is a conjunction, so the part's condition holds of the
+    whole instance as it did of the part. The condition's negation is checked first, where it was
+    written, so a refusal names that part's pointer."""
+    parts = schema.get("allOf")
+    if "if" in schema or not isinstance(parts, list):
+        return None
+    for i, part in enumerate(parts):
+        if isinstance(part, dict) and ("if" in part or "then" in part or "else" in part):
+            if "if" in part:
+                negate(part["if"], f"{where}/allOf/{i}/if")
+                cond = {k: part[k] for k in ("if", "then", "else") if k in part}
+            else:
+                cond = {}  # then/else without if: annotations
+            rest = {k: v for k, v in part.items() if k not in ("if", "then", "else")}
+            return {**schema, "allOf": [*parts[:i], rest, *parts[i + 1:]], **cond}
+    return None
+
+
 def negate(cond: Any, where: str) -> list[Any]:
     """Schemas whose union is exactly the instances `cond` rejects; GrammarError when we have none."""
     if isinstance(cond, dict):

@@ -8,7 +8,7 @@ from grammar.errors import GrammarError
 from grammar.frontends.json_closed import closes_object, closes_tuple
 from grammar.frontends.json_merge import FORBID
 from grammar.frontends.json_names import property_names
-from grammar.frontends.json_order import any_order_graph
+from grammar.frontends.json_order import any_order_graph, declared_order_graph, members_graph as _members_graph, required_first_order
 from grammar.frontends.json_patterns import extra_member, matching, pattern_schemas
 from grammar.frontends.json_presence import escape, presence_graph, presence_rule
 from grammar.frontends.json_text import json_string
@@ -96,20 +96,33 @@ def object_node(sc: SchemaCompiler, schema: dict[str, Any], where: str) -> Node:
     comma = seq(ws, lit(","), ws)
     lead = None if ws is EMPTY else ws  # the whitespace after `{`, on the first member's edge (see below)
     if rule:
+        nonempty = _count(schema, "minProperties", where) == 1 and "maxProperties" not in schema
         for key in ("minProperties", "maxProperties"):
-            if key in schema:
+            if key in schema and not nonempty:
                 raise GrammarError(f"{where}/{key}: not supported together with dependencies or a oneOf of required")
-        body = presence_graph(members, member_names, extra, comma, rule, where, ws, lead)
+        body = presence_graph(members, member_names, extra, comma, rule, where, ws, lead, nonempty)
+        order = required_first_order(sc, members, member_names, required, extra, ws) if sc.property_order == "declared" else None
+        if order is not None and not is_nothing(body):
+            # the same rule over the members with the required ones first (json_order.py)
+            body = alt(body, presence_graph([members[i] for i in order], [member_names[i] for i in order], extra, comma,
+                                            rule, where, ws, lead, nonempty))
     elif not members and extra is not None and ("minProperties" in schema or "maxProperties" in schema):
         body = _counted(extra, comma, _count(schema, "minProperties", where) or 0, _count(schema, "maxProperties", where),
                         ws)
     else:
         lo, hi = _count(schema, "minProperties", where) or 0, _count(schema, "maxProperties", where)
         num_required = sum(1 for _, req in members if req)
-        if lo <= num_required and (hi is None or (extra is None and hi >= len(members))):
+        if lo == 1 and num_required == 0 and hi is None:
+            # minProperties 1: the members graph without its empty object (one state says whether
+            # a member was written), whatever the size of the members
+            body = _members_graph(members, extra, comma, lead, nonempty=True)
+        elif lo <= num_required and (hi is None or (extra is None and hi >= len(members))):
             # the counts follow from the properties
-            body = (any_order_graph(members, extra, comma, ws, sc.order_budget, lead)
-                    if sc.property_order == "any" and len(members) > 1 else None) or _members_graph(members, extra, comma, lead)
+            if sc.property_order == "declared":
+                body = declared_order_graph(sc, members, member_names, required, extra, comma, ws, lead)
+            else:
+                body = (any_order_graph(members, extra, comma, ws, sc.order_budget, lead)
+                        if len(members) > 1 else None) or _members_graph(members, extra, comma, lead)
         else:
             body = _counted_members_graph(members, extra, comma, lo, hi, where, ws, lead)
     # The whitespace after `{` leads the first member (inside the body), so that an empty object is
@@ -130,28 +143,6 @@ def _counted(member: Node, comma: Node, lo: int, hi: int | None, lead: Node = EM
     more = Repeat(seq(comma, member), max(lo - 1, 0), None if hi is None else hi - 1)
     some = seq(lead, member, more)
     return some if lo > 0 else alt(EMPTY, some)
-
-
-def _members_graph(members: list[tuple[Node, bool]], extra: Node | None, comma: Node, lead: Node | None = None) -> Node:
-    """States first_i / rest_i: at member i with nothing / something emitted so far; pre_i
-    is shared by both so that each member's value is built once. The first member comes after
-    `lead` (the whitespace after `{`), the others after a comma."""
-    n = len(members)
-    first = list(range(n + 1))
-    rest = [n + 1 + i for i in range(n + 1)]
-    pre = [2 * n + 2 + i for i in range(n + 1)]
-    end = 3 * n + 3
-    edges: list[tuple[int, int, Node | None]] = []
-    for i, (member, req) in enumerate(members):
-        edges += [(first[i], pre[i], lead), (rest[i], pre[i], comma), (pre[i], rest[i + 1], member)]
-        if not req:
-            edges.append((first[i], first[i + 1], None))
-            edges.append((rest[i], rest[i + 1], None))
-    edges.append((first[n], end, None))
-    edges.append((rest[n], end, None))
-    if extra is not None:
-        edges += [(first[n], pre[n], lead), (rest[n], pre[n], comma), (pre[n], rest[n], extra)]
-    return Graph(3 * n + 4, tuple(edges), (end,))
 
 
 def _counted_members_graph(members: list[tuple[Node, bool]], extra: Node | None, comma: Node, lo: int,

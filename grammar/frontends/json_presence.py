@@ -78,8 +78,9 @@ def dependencies(schema: dict[str, Any], where: str) -> dict[str, set[str]]:
 
 
 def presence_graph(members: list[tuple[Node, bool]], names: list[str], extra: Node | None, comma: Node,
-                   rule: Presence, where: str, ws: Node, lead: Node | None = None) -> Node:
-    """Members in declared order (then extra ones) where the present set must satisfy `rule`.
+                   rule: Presence, where: str, ws: Node, lead: Node | None = None, nonempty: bool = False) -> Node:
+    """Members in declared order (then extra ones) where the present set must satisfy `rule`
+    (`nonempty`: and one member at least, minProperties 1).
 
     State ("at", i, S, some): at member i, S the involved properties emitted, `some` whether
     any member was (for the comma; the first member comes after `lead`); ("pre", i, S) is shared
@@ -114,7 +115,8 @@ def presence_graph(members: list[tuple[Node, bool]], names: list[str], extra: No
                 if not members[i][1]:
                     add(state, ("at", i + 1, present, some), None)
             elif rule.holds(present):
-                add(state, ("end",), None)
+                if some or not nonempty:
+                    add(state, ("end",), None)
                 if extra is not None:
                     add(state, ("pre_extra",), comma if some else lead)
         elif state == ("pre_extra",):

@@ -8,11 +8,11 @@ import math
 from typing import Any
 
 from grammar.errors import GrammarError
-from grammar.ir import NOTHING, Grammar, Node, Ref, Repeat, alt, is_nothing, lit, literals, opt, seq
+from grammar.ir import NOTHING, Bytes, Grammar, Node, Ref, Repeat, alt, is_nothing, lit, literals, node_size, opt, seq
 from grammar.frontends.json_merge import (ANNOTATIONS, FORBID, ONE_OF_REQUIRED, as_standard, check_keywords, merge_all, one_of_disjoint,
                                  required_only, resolve_pointer)
 from grammar.frontends.json_closed import closed_copy
-from grammar.frontends.json_conditions import if_then_else, negate
+from grammar.frontends.json_conditions import hoist_condition, if_then_else, negate
 from grammar.frontends.json_numbers import integer_node, number_node
 from grammar.frontends.json_one_of import narrow_one_of
 from grammar.frontends.json_order import MAX_ANY_ORDER_SIZE, check_property_order
@@ -22,6 +22,7 @@ from grammar.frontends.json_text import (ANY_VALUE, add_any_value, any_json_char
 from grammar.time_limit import check_time_limit
 
 LOG = logging.getLogger("grammar")
+SHARE_MIN_SIZE = 32  # a node used in several places becomes a rule of its own above this size (SchemaCompiler.shared)
 TYPES = ("null", "boolean", "object", "array", "number", "integer", "string")
 TYPE_KEYWORDS = {
     "string": ("minLength", "maxLength", "pattern", "format"),
@@ -50,6 +51,7 @@ class SchemaCompiler:
         self.languages: dict[str, Any] = {}  # regular languages made once per compile (json_text.string_body)
         self.pending: list[tuple[str, Any, str]] = []
         self.noted_formats: set[str] = set()  # pointers of unknown formats logged
+        self.num_shared = 0  # rules made by `shared`
 
     def compile(self) -> Grammar:
         grammar = self.finish(self.node(self.root, ""))
@@ -73,6 +75,17 @@ class SchemaCompiler:
             self.pending.append((name, resolve_pointer(self.root, target, where), target))
         return Ref(name)
 
+    def shared(self, node: Node) -> Node:
+        """`node` as a rule of its own (a reference to it), when it is used in several places: the
+        NFA builder then inlines it while it is small and calls it when it is large, instead of a
+        copy at each use."""
+        if isinstance(node, (Ref, Bytes)) or node_size(node, {}, {}) <= SHARE_MIN_SIZE:
+            return node
+        name = f"shared:{self.num_shared}"
+        self.num_shared += 1
+        self.grammar.rules[name] = node
+        return Ref(name)
+
     def any_value(self) -> Node:
         add_any_value(self.grammar, self.whitespace_mode)
         return Ref(ANY_VALUE)
@@ -93,6 +106,9 @@ class SchemaCompiler:
             if not rest:
                 return self.ref(_ref_target(schema["$ref"], where), where)
         if "$ref" in schema or "allOf" in schema:
+            hoisted = hoist_condition(schema, where)
+            if hoisted is not None:
+                return self.node(hoisted, where)
             return self.node(merge_all(self.root, schema, where), where)
         split = split_dependency(schema, where)
         if split is not None:

@@ -135,7 +135,7 @@ def test_schema_dependencies_agree_with_jsonschema(table, draft7):
 
 @pytest.mark.parametrize("schema, pointer", [
     ({"type": "object", "properties": PROPS, "dependentRequired": {"a": "b"}}, "/dependentRequired/a"),
-    ({"type": "object", "properties": PROPS, "dependentRequired": {"a": ["b"]}, "minProperties": 1}, "/minProperties"),
+    ({"type": "object", "properties": PROPS, "dependentRequired": {"a": ["b"]}, "minProperties": 2}, "/minProperties"),
     ({"type": "object", "properties": PROPS, "oneOf": [{"required": ["a"]}, {"required": ["b"]}], "maxProperties": 2},
      "/maxProperties"),
 ])  # fmt: skip

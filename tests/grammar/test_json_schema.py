@@ -45,7 +45,7 @@ CASES = [
     ({"enum": ["a", 1, None, [1, 2]]}, ['"a"', "1", "null", "[1,2]"], ['"b"', "2"]),
     ({"const": {"k": "v"}}, ['{"k":"v"}'], ['{"k":"w"}']),
     ({"type": "string", "enum": ["a", 1]}, ['"a"'], ["1"]),
-    (OBJ, ['{"b":"x"}', '{"a":1,"b":"x"}'], ["{}", '{"a":1}', '{"b":"x","c":1}', '{"b":"x","a":1}']),
+    (OBJ, ['{"b":"x"}', '{"a":1,"b":"x"}', '{"b":"x","a":1}'], ["{}", '{"a":1}', '{"b":"x","c":1}', '{"b":"x","a":1,"a":2}']),
     ({"type": "object", "properties": {"a": {"type": "integer"}}}, ["{}", '{"a":1}', '{"a":1,"z":[true,{"q":null}]}', '{"ab":"x"}'],
      ['{"a":"x"}', '{"z":1,"a":"x"}']),
     ({"type": "object", "additionalProperties": {"type": "integer"}}, ['{"x":1,"y":2}', "{}"], ['{"x":"1"}']),
@@ -94,10 +94,10 @@ CASES = [
     ({"allOf": [{"oneOf": [{"properties": {"s": {"const": "a"}, "n": {"type": "integer"}}, "required": ["s"]},
                            {"properties": {"s": {"const": "b"}}, "required": ["s"]}]},
                 {"properties": {"id": {"type": "integer"}}}], "type": "object"},
-     ['{"s":"a","n":1,"id":2}', '{"s":"b","id":2}'], ['{"id":2,"s":"a"}']),
+     ['{"s":"a","n":1,"id":2}', '{"s":"b","id":2}'], ['{"id":2,"s":"a"}', '{"id":2,"s":"c"}', '{"s":"a","n":"1"}']),
     ({"type": "object", "properties": {"id": {"type": "integer"}},
       "oneOf": [{"properties": {"s": {"const": "a"}}, "required": ["s"]}, {"properties": {"s": {"const": "b"}}, "required": ["s"]}]},
-     ['{"id":2,"s":"a"}', '{"s":"b"}'], ['{"s":"a","id":2}']),
+     ['{"id":2,"s":"a"}', '{"s":"b"}', '{"s":"a","id":2}'], ['{"id":2}', '{"s":"a","id":"2"}']),
 ]
 
 

@@ -22,7 +22,8 @@ from grammar.precompute_worker import PrecomputeWorker
 from .conftest import byte_vocab
 
 SCHEMA = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 8}, "age": {"type": "integer"},
-                                           "tags": {"type": "array", "items": {"enum": ["a", "bc"]}}},
+                                           "tags": {"type": "array", "items": {"enum": ["a", "bc"]}},
+                                           "note": {"type": "null"}},  # (four members: declared order, issue 39)
           "required": ["name", "age"], "additionalProperties": False}
 TEXT = b'{"name":"x y","age":-12,"tags":["bc","a"]}'
 

@@ -18,7 +18,8 @@ OBJ = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": 
 
 @pytest.mark.parametrize("order, text, accepted", [
     ("declared", '{"a":1,"b":"x"}', True),
-    ("declared", '{"b":"x","a":1}', False),
+    ("declared", '{"b":"x","a":1}', False),  # required a, b: neither declared nor required-first order
+    ("declared", '{"a":1,"b":"x","a":2}', False),
     ("any", '{"b":"x","a":1}', True),
     ("any", '{"c":true,"b":"x","a":1}', True),
     ("any", '{"b":"x","c":true,"a":1}', True),
