@@ -175,6 +175,7 @@ class NfaBuilder:
         self.blocks: dict[tuple[int, int, int], Ref] = {}  # (id(item), min, max) -> its shared rule
         self.small: dict[int, bool] = {}
         self.ref_plans: dict[str, int | Node] = {}
+        self.repeat_plans: dict[int, tuple[Repeat, tuple[Node | None, Node]]] = {}
         self._emitter: Any = None
         self.compact = False
         self.compact = self.inline_size(grammar.start, {}) > COMPACT_ABOVE
@@ -236,7 +237,17 @@ class NfaBuilder:
 
     def repeat_plan(self, node: Repeat) -> tuple[Node | None, Node]:
         """(a node to build instead, the item) for a repeat split into called blocks (compact), else
-        (None, the item to copy): a big item copied several times becomes a called rule."""
+        (None, the item to copy): a big item copied several times becomes a called rule. The same
+        node gets the same plan (memoized by identity: a flexible grammar's whitespace gap, one
+        shared node, is met at every separator)."""
+        hit = self.repeat_plans.get(id(node))
+        if hit is not None:
+            return hit[1]
+        plan = self._repeat_plan(node)
+        self.repeat_plans[id(node)] = (node, plan)  # (the node kept: its id stays its own)
+        return plan
+
+    def _repeat_plan(self, node: Repeat) -> tuple[Node | None, Node]:
         if self.compact and self.is_small(node.item):
             return self.in_blocks(node), node.item
         if self.compact and (node.min > SPLIT_ABOVE or (node.max is not None and node.max - node.min > SPLIT_ABOVE)):
