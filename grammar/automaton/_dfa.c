@@ -1,8 +1,8 @@
 /* grammar.automaton._dfa: DFA row construction for grammar/automaton/dfa.py's LazyDfa, in C
  * (its Python reference, with the same methods: grammar/automaton/dfa_ref.py).
  *
- * A Builder reads the NFA's Python lists (byte_edges, eps, calls; never changed after the build)
- * and keeps, per NFA state, its epsilon closure (the states with byte edges, calls or a rule
+ * A Builder takes the NFA as packed int32 tables (the C walk's `Nfa.packed`, copied; or the
+ * reference walk's Python lists byte_edges, eps, calls, packed here), checked once, and keeps, per NFA state, its epsilon closure (the states with byte edges, calls or a rule
  * end), and a hash table from sorted NFA-state sets to DFA state ids.  It writes into the
  * LazyDfa's numpy tables (trans, flags, is_final, has_calls, slice_of, absorb, dominant), which it
  * holds as buffers; when a new DFA state does not fit, it calls `dfa._grow()` and takes the new
@@ -39,7 +39,10 @@ typedef struct {
 
 typedef struct {
     PyObject_HEAD
-    PyObject *edges, *eps, *calls;  /* the Nfa's lists */
+    int32_t *e_off, *e_dat;         /* [num_nfa + 1], [3 per edge]: byte edges (lo, hi, t) of each NFA state */
+    int32_t *p_off, *p_dat;         /* epsilon targets */
+    int32_t *c_off, *c_dat;         /* calls (rule, return state) */
+    int initialized;
     Py_ssize_t num_nfa;
     uint8_t *nfa_final;             /* [num_nfa] */
     int8_t *nfa_ws;                 /* [num_nfa] ws_chain's memo (WS_UNKNOWN: not known) */
@@ -137,18 +140,14 @@ static uint32_t next_gen(uint32_t *gen, uint32_t *marks, Py_ssize_t n) {
 
 /* ---- NFA access ---- */
 
-/* The per-state list of one of the NFA's lists (NULL with TypeError when it is not a list). */
-static inline PyObject *nfa_list(PyObject *lists, int32_t s) {
-    PyObject *x = PyList_GET_ITEM(lists, s);
-    if (!PyList_Check(x)) { PyErr_SetString(PyExc_TypeError, "NFA per-state entries must be lists"); return NULL; }
-    return x;
-}
+#define N_EDGES(b, s) ((b)->e_off[(s) + 1] - (b)->e_off[s])
+#define N_EPS(b, s) ((b)->p_off[(s) + 1] - (b)->p_off[s])
+#define N_CALLS(b, s) ((b)->c_off[(s) + 1] - (b)->c_off[s])
+#define EDGE(b, s, i) ((b)->e_dat + 3 * ((Py_ssize_t)(b)->e_off[s] + (i)))  /* lo, hi, t */
 
-/* 1 when s has byte edges, calls or ends a rule; -1 on error. */
+/* 1 when s has byte edges, calls or ends a rule. */
 static inline int keeps(Builder *b, int32_t s) {
-    PyObject *e = nfa_list(b->edges, s), *c = nfa_list(b->calls, s);
-    if (!e || !c) return -1;
-    return PyList_GET_SIZE(e) || PyList_GET_SIZE(c) || b->nfa_final[s];
+    return N_EDGES(b, s) || N_CALLS(b, s) || b->nfa_final[s];
 }
 
 static int check_state(Builder *b, long s) {
@@ -174,15 +173,9 @@ static int closure(Builder *b, int32_t s, int32_t *off, int32_t *n) {
                 if (b->mark_b[c[i]] != gb) { b->mark_b[c[i]] = gb; if (vec_push(&b->scratch, c[i]) < 0) return -1; }
             continue;
         }
-        int keep = keeps(b, x);
-        if (keep < 0) return -1;
-        if (keep && b->mark_b[x] != gb) { b->mark_b[x] = gb; if (vec_push(&b->scratch, x) < 0) return -1; }
-        PyObject *eps = nfa_list(b->eps, x);
-        if (!eps) return -1;
-        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(eps); i++) {
-            long t = as_long(PyList_GET_ITEM(eps, i));
-            if (t == -1 && PyErr_Occurred()) return -1;
-            if (check_state(b, t) < 0) return -1;
+        if (keeps(b, x) && b->mark_b[x] != gb) { b->mark_b[x] = gb; if (vec_push(&b->scratch, x) < 0) return -1; }
+        for (int32_t i = b->p_off[x]; i < b->p_off[x + 1]; i++) {
+            int32_t t = b->p_dat[i];
             if (b->mark_a[t] != ga) { b->mark_a[t] = ga; if (vec_push(&b->todo, (int32_t)t) < 0) return -1; }
         }
     }
@@ -220,13 +213,8 @@ static inline int is_ws_byte(long c) { return c == 9 || c == 10 || c == 32; }
 
 /* 1 when NFA state s has a byte edge on tab, newline or space; -1 on error. */
 static int touches_ws(Builder *b, int32_t s) {
-    PyObject *lst = nfa_list(b->edges, s);
-    if (!lst) return -1;
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(lst); i++) {
-        PyObject *e = PyList_GET_ITEM(lst, i);
-        if (!PyTuple_Check(e) || PyTuple_GET_SIZE(e) != 3) { PyErr_SetString(PyExc_TypeError, "byte edge must be (lo, hi, target)"); return -1; }
-        long lo = as_long(PyTuple_GET_ITEM(e, 0)), hi = as_long(PyTuple_GET_ITEM(e, 1));
-        if (PyErr_Occurred()) return -1;
+    for (int32_t i = 0; i < N_EDGES(b, s); i++) {
+        const int32_t lo = EDGE(b, s, i)[0], hi = EDGE(b, s, i)[1];
         if ((lo <= 9 && hi >= 9) || (lo <= 10 && hi >= 10) || (lo <= 32 && hi >= 32)) return 1;
     }
     return 0;
@@ -234,34 +222,23 @@ static int touches_ws(Builder *b, int32_t s) {
 
 /* The single epsilon target of s (-1: none or several), with no calls and no rule end at s. */
 static int32_t single_exit(Builder *b, int32_t s) {
-    PyObject *eps = nfa_list(b->eps, s), *calls = nfa_list(b->calls, s);
-    if (!eps || !calls) return -2;
-    if (PyList_GET_SIZE(eps) != 1 || PyList_GET_SIZE(calls) || b->nfa_final[s]) return -1;
-    long t = as_long(PyList_GET_ITEM(eps, 0));
-    if (t == -1 && PyErr_Occurred()) return -2;
-    if (check_state(b, t) < 0) return -2;
-    return (int32_t)t;
+    if (N_EPS(b, s) != 1 || N_CALLS(b, s) || b->nfa_final[s]) return -1;
+    return b->p_dat[b->p_off[s]];
 }
 
 /* 1 when NFA state s's byte edges are on exactly tab, newline and space, all to one state
  * (*next); 0 when not; -1 on error. */
 static int ws_edges(Builder *b, int32_t s, int32_t *next) {
-    PyObject *lst = nfa_list(b->edges, s);
-    if (!lst) return -1;
     uint8_t seen[3] = {0, 0, 0};
     *next = -1;
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(lst); i++) {
-        PyObject *e = PyList_GET_ITEM(lst, i);
-        if (!PyTuple_Check(e) || PyTuple_GET_SIZE(e) != 3) { PyErr_SetString(PyExc_TypeError, "byte edge must be (lo, hi, target)"); return -1; }
-        long lo = as_long(PyTuple_GET_ITEM(e, 0)), hi = as_long(PyTuple_GET_ITEM(e, 1)), t = as_long(PyTuple_GET_ITEM(e, 2));
-        if (PyErr_Occurred()) return -1;
+    for (int32_t i = 0; i < N_EDGES(b, s); i++) {
+        const int32_t lo = EDGE(b, s, i)[0], hi = EDGE(b, s, i)[1], t = EDGE(b, s, i)[2];
         if (lo > hi || (*next >= 0 && t != *next)) return 0;
         for (long c = lo; c <= hi; c++) {
             if (!is_ws_byte(c)) return 0;
             seen[c == 32 ? 2 : c - 9] = 1;
         }
-        if (check_state(b, t) < 0) return -1;
-        *next = (int32_t)t;
+        *next = t;
     }
     return seen[0] && seen[1] && seen[2];
 }
@@ -284,9 +261,7 @@ static int ws_chain(Builder *b, int32_t s, int32_t *exit) {
             if (b->nfa_ws[cur] > 0 && b->nfa_ws[cur] + n <= WS_MAX_RUN) left = b->nfa_ws[cur] + n;
             break;
         }
-        PyObject *lst = nfa_list(b->edges, cur);
-        if (!lst) return -1;
-        if (PyList_GET_SIZE(lst) == 0) {  /* the chain's end */
+        if (N_EDGES(b, cur) == 0) {  /* the chain's end */
             if (n > 0) left = n;
             break;
         }
@@ -312,22 +287,16 @@ static int closure_union(Builder *b, const int32_t *ts, Py_ssize_t n);
 /* The targets of NFA state s's byte edges into *ts when they are on exactly tab, newline and space
  * for each target, and s has no call and ends no rule: 1; else 0; -1 on error. */
 static int ws_targets(Builder *b, int32_t s, Vec *ts) {
-    PyObject *calls = nfa_list(b->calls, s), *lst = nfa_list(b->edges, s);
-    if (!calls || !lst) return -1;
-    if (PyList_GET_SIZE(calls) || b->nfa_final[s]) return 0;
+    if (N_CALLS(b, s) || b->nfa_final[s]) return 0;
     const Py_ssize_t first = ts->len;
     uint8_t bytes[64];  /* per target: bit 0 tab, 1 newline, 2 space */
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(lst); i++) {
-        PyObject *e = PyList_GET_ITEM(lst, i);
-        if (!PyTuple_Check(e) || PyTuple_GET_SIZE(e) != 3) { PyErr_SetString(PyExc_TypeError, "byte edge must be (lo, hi, target)"); return -1; }
-        long lo = as_long(PyTuple_GET_ITEM(e, 0)), hi = as_long(PyTuple_GET_ITEM(e, 1)), t = as_long(PyTuple_GET_ITEM(e, 2));
-        if (PyErr_Occurred()) return -1;
-        if (check_state(b, t) < 0) return -1;
+    for (int32_t i = 0; i < N_EDGES(b, s); i++) {
+        const int32_t lo = EDGE(b, s, i)[0], hi = EDGE(b, s, i)[1], t = EDGE(b, s, i)[2];
         Py_ssize_t j = first;
         while (j < ts->len && ts->data[j] != t) j++;
         if (j == ts->len) {
             if (j - first == 64) return 0;
-            if (vec_push(ts, (int32_t)t) < 0) return -1;
+            if (vec_push(ts, t) < 0) return -1;
             bytes[j - first] = 0;
         }
         for (long c = lo; c <= hi; c++) {
@@ -370,10 +339,8 @@ static int ws_run_of(Builder *b, int32_t d) {
         int32_t x = single_exit(b, m);
         if (x < -1) { rc = -1; goto done; }
         if (x < 0) goto done;
-        PyObject *lst = nfa_list(b->edges, m);
-        if (!lst) { rc = -1; goto done; }
         int l = 0;
-        if (PyList_GET_SIZE(lst) && (l = ws_chain(b, m, &x)) <= 0) { rc = l; goto done; }
+        if (N_EDGES(b, m) && (l = ws_chain(b, m, &x)) <= 0) { rc = l; goto done; }
         if (left >= 0 && l != left) goto done;
         left = l;
         if (vec_push(&xs, x) < 0) { rc = -1; goto done; }
@@ -504,7 +471,7 @@ static int32_t intern(Builder *b, const int32_t *x, Py_ssize_t n) {
     uint8_t final = 0, calls = 0;
     for (Py_ssize_t k = 0; k < n; k++) {
         final |= b->nfa_final[x[k]];
-        calls |= PyList_GET_SIZE(PyList_GET_ITEM(b->calls, x[k])) != 0;
+        calls |= N_CALLS(b, x[k]) != 0;
     }
     int32_t *row = TRANS(b) + (Py_ssize_t)d * 256;  /* the tables leave new rows uninitialized */
     for (int c = 0; c < 256; c++) row[c] = UNKNOWN;
@@ -567,21 +534,10 @@ static int cmp_edge(const void *a, const void *b) {
 static int gather_set_edges(Builder *b, const int32_t *x, Py_ssize_t n, Edge **out, Py_ssize_t *num) {
     b->edge_buf.len = 0;
     for (Py_ssize_t k = 0; k < n; k++) {
-        PyObject *lst = nfa_list(b->edges, x[k]);
-        if (!lst) return -1;
-        Py_ssize_t m = PyList_GET_SIZE(lst);
+        const Py_ssize_t m = N_EDGES(b, x[k]);
         if (vec_reserve(&b->edge_buf, 3 * m) < 0) return -1;
-        for (Py_ssize_t i = 0; i < m; i++) {
-            PyObject *e = PyList_GET_ITEM(lst, i);
-            if (!PyTuple_Check(e) || PyTuple_GET_SIZE(e) != 3) { PyErr_SetString(PyExc_TypeError, "byte edge must be (lo, hi, target)"); return -1; }
-            long lo = as_long(PyTuple_GET_ITEM(e, 0)), hi = as_long(PyTuple_GET_ITEM(e, 1)), t = as_long(PyTuple_GET_ITEM(e, 2));
-            if (PyErr_Occurred()) return -1;
-            if (lo < 0 || hi > 255 || lo > hi) { PyErr_SetString(PyExc_ValueError, "byte edge range"); return -1; }
-            if (check_state(b, t) < 0) return -1;
-            int32_t *p = b->edge_buf.data + b->edge_buf.len;
-            p[0] = (int32_t)lo; p[1] = (int32_t)hi; p[2] = (int32_t)t;
-            b->edge_buf.len += 3;
-        }
+        memcpy(b->edge_buf.data + b->edge_buf.len, EDGE(b, x[k], 0), 3 * m * sizeof(int32_t));
+        b->edge_buf.len += 3 * m;
     }
     *out = (Edge *)b->edge_buf.data;
     *num = b->edge_buf.len / 3;
@@ -1302,23 +1258,23 @@ static PyObject *py_call_groups(Builder *b, PyObject *args) {
     PyObject *out = PyList_New(0), *index = PyDict_New();
     if (!out || !index) goto fail;
     for (int32_t k = 0; k < b->set_len[d]; k++) {
-        PyObject *cl = nfa_list(b->calls, b->set_pool.data[b->set_off[d] + k]);
-        if (!cl) goto fail;
-        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(cl); i++) {
-            PyObject *c = PyList_GET_ITEM(cl, i);
-            if (!PyTuple_Check(c) || PyTuple_GET_SIZE(c) != 2) { PyErr_SetString(PyExc_TypeError, "call must be (rule, ret)"); goto fail; }
-            PyObject *rule = PyTuple_GET_ITEM(c, 0), *rets = PyDict_GetItemWithError(index, rule);
+        const int32_t s = b->set_pool.data[b->set_off[d] + k];
+        for (int32_t i = b->c_off[s]; i < b->c_off[s + 1]; i++) {
+            PyObject *rule = PyLong_FromLong(b->c_dat[2 * i]), *ret = rule ? PyLong_FromLong(b->c_dat[2 * i + 1]) : NULL;
+            PyObject *rets = ret ? PyDict_GetItemWithError(index, rule) : NULL;
             if (!rets) {
-                if (PyErr_Occurred()) goto fail;
+                if (!ret || PyErr_Occurred()) { Py_XDECREF(rule); Py_XDECREF(ret); goto fail; }
                 rets = PyList_New(0);
-                if (!rets) goto fail;
-                PyObject *pair = PyTuple_Pack(2, rule, rets);
+                PyObject *pair = rets ? PyTuple_Pack(2, rule, rets) : NULL;
                 int bad = !pair || PyDict_SetItem(index, rule, rets) < 0 || PyList_Append(out, pair) < 0;
                 Py_XDECREF(pair);
-                Py_DECREF(rets);
-                if (bad) goto fail;
+                Py_XDECREF(rets);
+                if (bad) { Py_DECREF(rule); Py_DECREF(ret); goto fail; }
             }
-            if (PyList_Append(rets, PyTuple_GET_ITEM(c, 1)) < 0) goto fail;
+            int bad = PyList_Append(rets, ret) < 0;
+            Py_DECREF(rule);
+            Py_DECREF(ret);
+            if (bad) goto fail;
         }
     }
     Py_DECREF(index);
@@ -1425,18 +1381,120 @@ static PyObject *py_ws_run(Builder *b, PyObject *args) {
     return PyLong_FromLong(left);
 }
 
+/* One table from the Nfa's lists: off[n + 1] and width ints per entry (an int, or a tuple of width). */
+static int pack_lists(PyObject *lists, Py_ssize_t n, int width, int32_t **off_out, int32_t **dat_out) {
+    int32_t *off = calloc(n + 1, sizeof(int32_t));
+    if (!off) { PyErr_NoMemory(); return -1; }
+    *off_out = off;
+    for (Py_ssize_t s = 0; s < n; s++) {
+        PyObject *x = PyList_GET_ITEM(lists, s);
+        if (!PyList_Check(x)) { PyErr_SetString(PyExc_TypeError, "NFA per-state entries must be lists"); return -1; }
+        if (off[s] + PyList_GET_SIZE(x) > INT32_MAX / 4) { PyErr_SetString(PyExc_OverflowError, "NFA too large"); return -1; }
+        off[s + 1] = off[s] + (int32_t)PyList_GET_SIZE(x);
+    }
+    int32_t *dat = malloc(((size_t)off[n] * width + 1) * sizeof(int32_t));
+    if (!dat) { PyErr_NoMemory(); return -1; }
+    *dat_out = dat;
+    for (Py_ssize_t s = 0; s < n; s++) {
+        PyObject *x = PyList_GET_ITEM(lists, s);
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(x); i++) {
+            PyObject *e = PyList_GET_ITEM(x, i);
+            int32_t *p = dat + (Py_ssize_t)(off[s] + i) * width;
+            if (width == 1) {
+                long v = as_long(e);
+                if (v == -1 && PyErr_Occurred()) return -1;
+                p[0] = (int32_t)v;
+                if (v != p[0]) { PyErr_SetString(PyExc_IndexError, "NFA state out of range"); return -1; }
+                continue;
+            }
+            if (!PyTuple_Check(e) || PyTuple_GET_SIZE(e) != width) {
+                PyErr_SetString(PyExc_TypeError, width == 3 ? "byte edge must be (lo, hi, target)" : "call must be (rule, ret)");
+                return -1;
+            }
+            for (int k = 0; k < width; k++) {
+                long v = as_long(PyTuple_GET_ITEM(e, k));
+                if (v == -1 && PyErr_Occurred()) return -1;
+                p[k] = (int32_t)v;
+                if (v != p[k]) { PyErr_SetString(PyExc_ValueError, "NFA value out of range"); return -1; }
+            }
+        }
+    }
+    return 0;
+}
+
+/* One table of the packed form (grammar/automaton/_nfa.c Emitter.finish): copied. */
+static int take_packed(PyObject *off_obj, PyObject *dat_obj, Py_ssize_t n, int width, int32_t **off_out, int32_t **dat_out) {
+    Py_buffer vo, vd;
+    if (PyObject_GetBuffer(off_obj, &vo, PyBUF_C_CONTIGUOUS) < 0) return -1;
+    if (PyObject_GetBuffer(dat_obj, &vd, PyBUF_C_CONTIGUOUS) < 0) { PyBuffer_Release(&vo); return -1; }
+    int rc = -1;
+    const int32_t *o = vo.buf;
+    if (vo.len != (n + 1) * (Py_ssize_t)sizeof(int32_t) || vd.len % (width * sizeof(int32_t)) || o[0] != 0
+        || (Py_ssize_t)o[n] * width * (Py_ssize_t)sizeof(int32_t) != vd.len) {
+        PyErr_SetString(PyExc_ValueError, "packed NFA tables have inconsistent sizes");
+        goto done;
+    }
+    for (Py_ssize_t s = 0; s < n; s++)
+        if (o[s + 1] < o[s]) { PyErr_SetString(PyExc_ValueError, "packed NFA offsets must not decrease"); goto done; }
+    *off_out = malloc(vo.len);
+    *dat_out = malloc(vd.len + sizeof(int32_t));
+    if (!*off_out || !*dat_out) { PyErr_NoMemory(); goto done; }
+    memcpy(*off_out, vo.buf, vo.len);
+    memcpy(*dat_out, vd.buf, vd.len);
+    rc = 0;
+done:
+    PyBuffer_Release(&vo);
+    PyBuffer_Release(&vd);
+    return rc;
+}
+
+/* Every target a state, every byte range within 0..255 (checked once: the row code trusts them). */
+static int check_tables(Builder *b) {
+    const Py_ssize_t n = b->num_nfa;
+    for (Py_ssize_t i = 0; i < b->e_off[n]; i++) {
+        const int32_t *e = b->e_dat + 3 * i;
+        if (e[0] < 0 || e[1] > 255 || e[0] > e[1]) { PyErr_SetString(PyExc_ValueError, "byte edge range"); return -1; }
+        if (check_state(b, e[2]) < 0) return -1;
+    }
+    for (Py_ssize_t i = 0; i < b->p_off[n]; i++)
+        if (check_state(b, b->p_dat[i]) < 0) return -1;
+    for (Py_ssize_t i = 0; i < b->c_off[n]; i++)
+        if (check_state(b, b->c_dat[2 * i + 1]) < 0) return -1;
+    return 0;
+}
+
+/* Builder(byte_edges, eps, calls, rule_final, has_slicer, max_absorb): the Nfa's lists (as the
+ * reference builder takes them), or Builder(packed, None, None, ...) with an Nfa's `packed` tables. */
 static int builder_init(Builder *b, PyObject *args, PyObject *kw) {
     PyObject *edges, *eps, *calls, *finals;
     int has_slicer, max_absorb;
-    if (!PyArg_ParseTuple(args, "O!O!O!Opi", &PyList_Type, &edges, &PyList_Type, &eps, &PyList_Type, &calls, &finals,
-                          &has_slicer, &max_absorb))
+    if (!PyArg_ParseTuple(args, "OOOOpi", &edges, &eps, &calls, &finals, &has_slicer, &max_absorb))
         return -1;
-    if (b->edges) { PyErr_SetString(PyExc_RuntimeError, "Builder already initialized"); return -1; }
-    Py_ssize_t n = PyList_GET_SIZE(edges);
-    if (PyList_GET_SIZE(eps) != n || PyList_GET_SIZE(calls) != n) { PyErr_SetString(PyExc_ValueError, "NFA lists differ in length"); return -1; }
-    /* per-state entries are checked to be lists when first read (touching them all here would
-     * cost a cache miss each: milliseconds for a large NFA) */
-    b->num_nfa = n;
+    if (b->initialized) { PyErr_SetString(PyExc_RuntimeError, "Builder already initialized"); return -1; }
+    Py_ssize_t n;
+    if (PyTuple_Check(edges) && eps == Py_None && calls == Py_None) {
+        if (PyTuple_GET_SIZE(edges) != 7) { PyErr_SetString(PyExc_ValueError, "packed NFA: (num_states, 6 tables)"); return -1; }
+        n = PyLong_AsSsize_t(PyTuple_GET_ITEM(edges, 0));
+        if (n == -1 && PyErr_Occurred()) return -1;
+        if (n < 0 || n >= INT32_MAX) { PyErr_SetString(PyExc_ValueError, "packed NFA state count"); return -1; }
+        b->num_nfa = n;
+        if (take_packed(PyTuple_GET_ITEM(edges, 1), PyTuple_GET_ITEM(edges, 2), n, 3, &b->e_off, &b->e_dat) < 0
+            || take_packed(PyTuple_GET_ITEM(edges, 3), PyTuple_GET_ITEM(edges, 4), n, 1, &b->p_off, &b->p_dat) < 0
+            || take_packed(PyTuple_GET_ITEM(edges, 5), PyTuple_GET_ITEM(edges, 6), n, 2, &b->c_off, &b->c_dat) < 0)
+            return -1;
+    } else {
+        if (!PyList_Check(edges) || !PyList_Check(eps) || !PyList_Check(calls)) {
+            PyErr_SetString(PyExc_TypeError, "Builder: the NFA's lists (or its packed tables, None, None)");
+            return -1;
+        }
+        n = PyList_GET_SIZE(edges);
+        if (PyList_GET_SIZE(eps) != n || PyList_GET_SIZE(calls) != n) { PyErr_SetString(PyExc_ValueError, "NFA lists differ in length"); return -1; }
+        b->num_nfa = n;
+        if (pack_lists(edges, n, 3, &b->e_off, &b->e_dat) < 0 || pack_lists(eps, n, 1, &b->p_off, &b->p_dat) < 0
+            || pack_lists(calls, n, 2, &b->c_off, &b->c_dat) < 0)
+            return -1;
+    }
+    if (check_tables(b) < 0) return -1;
     Py_ssize_t m = n ? n : 1;
     b->nfa_final = calloc(m, 1);
     b->nfa_ws = malloc(m);
@@ -1458,20 +1516,16 @@ static int builder_init(Builder *b, PyObject *args, PyObject *kw) {
     }
     Py_DECREF(it);
     if (PyErr_Occurred()) return -1;
-    Py_INCREF(edges); b->edges = edges;
-    Py_INCREF(eps); b->eps = eps;
-    Py_INCREF(calls); b->calls = calls;
     b->has_slicer = has_slicer;
     b->max_absorb = max_absorb;
     b->utf8_ascii = -1;
+    b->initialized = 1;
     return 0;
 }
 
 static void builder_dealloc(Builder *b) {
     release_tables(b);
-    Py_XDECREF(b->edges);
-    Py_XDECREF(b->eps);
-    Py_XDECREF(b->calls);
+    free(b->e_off); free(b->e_dat); free(b->p_off); free(b->p_dat); free(b->c_off); free(b->c_dat);
     free(b->nfa_final); free(b->nfa_ws); free(b->cl_off); free(b->cl_len); free(b->single); free(b->mark_a); free(b->mark_b);
     free(b->cl_pool.data); free(b->set_pool.data); free(b->scratch.data); free(b->todo.data); free(b->edge_buf.data);
     free(b->set_off); free(b->set_len); free(b->sn_sid); free(b->sn_target); free(b->set_hash);

@@ -2,9 +2,14 @@
  *
  * The Python walk over the grammar's nodes was most of a compile (~1.2 ms of ~2.3 for a typical
  * dev schema: a few hundred states, each a handful of dispatches, list appends and tuples).  An
- * Emitter walks the same nodes in the same order and appends the same tuples and ints to the
- * Nfa's Python lists, so the NFA is identical to the reference walk's (grammar/automaton/nfa_ref.py,
- * the same signatures: used without a C compiler, and tested against this one).  Decisions
+ * Emitter walks the same nodes in the same order and logs the same edges in C arrays; `finish`
+ * packs them per state (int32 tables, each state's edges in the order the reference walk appends
+ * them to the Nfa's lists), which the DFA builder reads as they are: no Python object per state
+ * (issue 39: the per-state lists, tuples and ints of a median flexible schema's ~1,800 states were
+ * ~1 ms to make and as much to free, on a loaded machine).  The Nfa makes the lists from the packed
+ * tables when asked (tests, the reference builder), equal to the reference walk's
+ * (grammar/automaton/nfa_ref.py, the same signatures: used without a C compiler, and tested
+ * against this one).  Decisions
  * that need the builder's rule facts stay in Python: a Ref's plan (a rule id to call, or the
  * node to inline; memoized in the builder's `ref_plans` dict, read here first), a repeat that
  * may be hoisted or split (`repeat_plan`), a node of a subclass (`emit_other`), and every
@@ -16,41 +21,57 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdint.h>
+#include <string.h>
 
 static PyTypeObject *T_BYTES, *T_SEQ, *T_ALT, *T_REPEAT, *T_REF, *T_GRAPH;
 static PyObject *GRAMMAR_ERROR;
 static PyObject *S_RANGES, *S_ITEMS, *S_ITEM, *S_MIN, *S_MAX, *S_NAME, *S_NUM_STATES, *S_EDGES, *S_FINALS,
     *S_REPEAT_PLAN, *S_REF_PLAN, *S_CHECK_SIZE;
 
+/* Edge logs in emission order (a state's edges are appended whenever its node is reached); `finish`
+ * sorts each by source state, stably, into the packed tables. */
+typedef struct {
+    int32_t *data;
+    Py_ssize_t len, cap;  /* in int32s */
+} Log;
+
 typedef struct {
     PyObject_HEAD
-    PyObject *builder, *nfa, *byte_edges, *eps, *calls, *ref_plans;
+    PyObject *builder, *nfa, *ref_plans;
+    Log eps, edges, calls;  /* (s, t); (s, lo, hi, t); (s, rule, t) */
+    Py_ssize_t num_states;
     long hoist_min_copies;
     int compact;
 } Emitter;
 
-static int emit(Emitter *e, PyObject *node, Py_ssize_t s, Py_ssize_t t);
-
-/* The NFA's lists and edge tuples hold only ints and tuples of ints, so they can never be part of
- * a reference cycle: they are left out of the cycle collector's sight (untracked), which otherwise
- * scanned each of them once after every compile (a compile runs with the collector paused, and its
- * first pass after it went over every object the compile left). */
-static PyObject *untracked(PyObject *obj) {
-    if (obj != NULL && PyObject_GC_IsTracked(obj)) PyObject_GC_UnTrack(obj);
-    return obj;
+static int log_push(Log *g, const int32_t *x, int n) {
+    if (g->len + n > g->cap) {
+        Py_ssize_t cap = g->cap ? g->cap * 2 : 256;
+        while (cap < g->len + n) cap *= 2;
+        int32_t *p = PyMem_Realloc(g->data, cap * sizeof(int32_t));
+        if (p == NULL) { PyErr_NoMemory(); return -1; }
+        g->data = p;
+        g->cap = cap;
+    }
+    memcpy(g->data + g->len, x, n * sizeof(int32_t));
+    g->len += n;
+    return 0;
 }
 
-/* A new state: an empty list in each of the three tables; every 1024th, the Nfa's check. */
+static int state_id(Py_ssize_t v, int32_t *out) {
+    if (v < 0 || v > INT32_MAX) { PyErr_SetString(PyExc_OverflowError, "NFA state or rule id out of range"); return -1; }
+    *out = (int32_t)v;
+    return 0;
+}
+
+static int emit(Emitter *e, PyObject *node, Py_ssize_t s, Py_ssize_t t);
+
+/* A new state (no edges yet); every 1024th, the Nfa's check (size, time limit). */
 static Py_ssize_t new_state(Emitter *e) {
-    Py_ssize_t n = PyList_GET_SIZE(e->eps);
-    PyObject *lists[3] = {e->byte_edges, e->eps, e->calls};
-    for (int i = 0; i < 3; i++) {
-        PyObject *empty = untracked(PyList_New(0));
-        if (empty == NULL) return -1;
-        int rc = PyList_Append(lists[i], empty);
-        Py_DECREF(empty);
-        if (rc < 0) return -1;
-    }
+    Py_ssize_t n = e->num_states;
+    if (n >= INT32_MAX) { PyErr_SetString(PyExc_OverflowError, "too many NFA states"); return -1; }
+    e->num_states = n + 1;
     if (!((n + 1) & 1023)) {
         PyObject *size = PyLong_FromSsize_t(n + 1);
         if (size == NULL) return -1;
@@ -62,41 +83,33 @@ static Py_ssize_t new_state(Emitter *e) {
     return n;
 }
 
-static int append_int(PyObject *table, Py_ssize_t state, Py_ssize_t value) {
-    PyObject *v = PyLong_FromSsize_t(value);
-    if (v == NULL) return -1;
-    int rc = PyList_Append(PyList_GET_ITEM(table, state), v);
-    Py_DECREF(v);
-    return rc;
+static int add_eps(Emitter *e, Py_ssize_t s, Py_ssize_t t) {
+    int32_t x[2] = {(int32_t)s, (int32_t)t};
+    return log_push(&e->eps, x, 2);
 }
 
-/* byte_edges[s] gets (lo, hi, t) for each (lo, hi) of `ranges` (a tuple of pairs). */
+/* byte edges (lo, hi, t) from s for each (lo, hi) of `ranges` (a tuple of pairs). */
 static int emit_bytes(Emitter *e, PyObject *ranges, Py_ssize_t s, Py_ssize_t t) {
     if (!PyTuple_Check(ranges)) {
         PyErr_SetString(PyExc_TypeError, "Bytes.ranges must be a tuple");
         return -1;
     }
-    PyObject *out = PyList_GET_ITEM(e->byte_edges, s);
-    PyObject *target = PyLong_FromSsize_t(t);
-    if (target == NULL) return -1;
-    int rc = 0;
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(ranges) && rc == 0; i++) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(ranges); i++) {
         PyObject *pair = PyTuple_GET_ITEM(ranges, i);
         if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
             PyErr_SetString(PyExc_TypeError, "Bytes.ranges must hold (lo, hi) pairs");
-            rc = -1;
-            break;
+            return -1;
         }
-        PyObject *edge = untracked(PyTuple_Pack(3, PyTuple_GET_ITEM(pair, 0), PyTuple_GET_ITEM(pair, 1), target));
-        if (edge == NULL) {
-            rc = -1;
-            break;
+        long lo = PyLong_AsLong(PyTuple_GET_ITEM(pair, 0)), hi = PyLong_AsLong(PyTuple_GET_ITEM(pair, 1));
+        if (PyErr_Occurred()) return -1;
+        if (lo < INT32_MIN || lo > INT32_MAX || hi < INT32_MIN || hi > INT32_MAX) {  /* (ranges: the DFA builder checks) */
+            PyErr_SetString(PyExc_ValueError, "byte edge range");
+            return -1;
         }
-        rc = PyList_Append(out, edge);
-        Py_DECREF(edge);
+        int32_t x[4] = {(int32_t)s, (int32_t)lo, (int32_t)hi, (int32_t)t};
+        if (log_push(&e->edges, x, 4) < 0) return -1;
     }
-    Py_DECREF(target);
-    return rc;
+    return 0;
 }
 
 static PyObject *attr_tuple(PyObject *node, PyObject *name) {
@@ -113,7 +126,7 @@ static int emit_seq(Emitter *e, PyObject *node, Py_ssize_t s, Py_ssize_t t) {
     PyObject *items = attr_tuple(node, S_ITEMS);
     if (items == NULL) return -1;
     Py_ssize_t n = PyTuple_GET_SIZE(items), cur = s;
-    int rc = n ? 0 : append_int(e->eps, s, t);
+    int rc = n ? 0 : add_eps(e, s, t);
     for (Py_ssize_t i = 0; i < n && rc == 0; i++) {
         Py_ssize_t nxt = t;
         if (i < n - 1 && (nxt = new_state(e)) < 0) {
@@ -183,15 +196,15 @@ static int emit_repeat(Emitter *e, PyObject *node, Py_ssize_t s, Py_ssize_t t) {
     }
     if (rc == 0 && unbounded) {
         Py_ssize_t loop = new_state(e);
-        rc = loop < 0 || append_int(e->eps, cur, loop) < 0 || emit(e, item, loop, loop) < 0
-             || append_int(e->eps, loop, t) < 0 ? -1 : 0;
+        rc = loop < 0 || add_eps(e, cur, loop) < 0 || emit(e, item, loop, loop) < 0
+             || add_eps(e, loop, t) < 0 ? -1 : 0;
     } else if (rc == 0) {
         for (long i = 0; i < hi - lo && rc == 0; i++) {
-            if (append_int(e->eps, cur, t) < 0 || (nxt = new_state(e)) < 0) rc = -1;
+            if (add_eps(e, cur, t) < 0 || (nxt = new_state(e)) < 0) rc = -1;
             else rc = emit(e, item, cur, nxt);
             cur = nxt;
         }
-        if (rc == 0) rc = append_int(e->eps, cur, t);
+        if (rc == 0) rc = add_eps(e, cur, t);
     }
     Py_DECREF(item);
     return rc;
@@ -211,11 +224,8 @@ static int emit_ref(Emitter *e, PyObject *node, Py_ssize_t s, Py_ssize_t t) {
     if (plan == NULL) return -1;
     int rc;
     if (PyLong_CheckExact(plan)) {
-        PyObject *target = PyLong_FromSsize_t(t);
-        PyObject *edge = target ? untracked(PyTuple_Pack(2, plan, target)) : NULL;
-        Py_XDECREF(target);
-        rc = edge ? PyList_Append(PyList_GET_ITEM(e->calls, s), edge) : -1;
-        Py_XDECREF(edge);
+        int32_t x[3] = {(int32_t)s, 0, (int32_t)t};
+        rc = state_id(PyLong_AsSsize_t(plan), &x[1]) < 0 ? -1 : log_push(&e->calls, x, 3);
     } else {
         rc = emit(e, plan, s, t);
     }
@@ -236,7 +246,7 @@ static int emit_graph(Emitter *e, PyObject *node, Py_ssize_t s, Py_ssize_t t) {
     }
     for (long i = 0; i < num && rc == 0; i++)
         if ((states[i] = new_state(e)) < 0) rc = -1;
-    if (rc == 0) rc = append_int(e->eps, s, states[0]);
+    if (rc == 0) rc = add_eps(e, s, states[0]);
     for (Py_ssize_t i = 0; rc == 0 && i < PyTuple_GET_SIZE(edges); i++) {
         PyObject *edge = PyTuple_GET_ITEM(edges, i);
         long a, b;
@@ -248,7 +258,7 @@ static int emit_graph(Emitter *e, PyObject *node, Py_ssize_t s, Py_ssize_t t) {
             break;
         }
         PyObject *label = PyTuple_GET_ITEM(edge, 2);
-        rc = label == Py_None ? append_int(e->eps, states[a], states[b]) : emit(e, label, states[a], states[b]);
+        rc = label == Py_None ? add_eps(e, states[a], states[b]) : emit(e, label, states[a], states[b]);
     }
     for (Py_ssize_t i = 0; rc == 0 && i < PyTuple_GET_SIZE(finals); i++) {
         long f = PyLong_AsLong(PyTuple_GET_ITEM(finals, i));
@@ -256,7 +266,7 @@ static int emit_graph(Emitter *e, PyObject *node, Py_ssize_t s, Py_ssize_t t) {
             if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "a Graph final must be one of its states");
             rc = -1;
         } else {
-            rc = append_int(e->eps, states[f], t);
+            rc = add_eps(e, states[f], t);
         }
     }
     PyMem_Free(states);
@@ -296,8 +306,8 @@ static PyObject *Emitter_emit(Emitter *e, PyObject *args) {
     PyObject *node;
     Py_ssize_t s, t;
     if (!PyArg_ParseTuple(args, "Onn", &node, &s, &t)) return NULL;
-    Py_ssize_t n = PyList_GET_SIZE(e->eps);
-    if (s < 0 || t < 0 || s >= n || t >= n || PyList_GET_SIZE(e->byte_edges) != n || PyList_GET_SIZE(e->calls) != n) {
+    Py_ssize_t n = e->num_states;
+    if (s < 0 || t < 0 || s >= n || t >= n) {
         PyErr_SetString(PyExc_ValueError, "emit: states out of the Nfa's tables");
         return NULL;
     }
@@ -312,24 +322,14 @@ static int Emitter_init(Emitter *e, PyObject *args, PyObject *kwds) {
     long hoist;
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO!pl", kwlist, &builder, &nfa, &PyDict_Type, &plans, &compact, &hoist))
         return -1;
-    PyObject *lists[3] = {PyObject_GetAttrString(nfa, "byte_edges"), PyObject_GetAttrString(nfa, "eps"),
-                          PyObject_GetAttrString(nfa, "calls")};
-    int ok = 1;
-    for (int i = 0; i < 3; i++) ok = ok && lists[i] != NULL && PyList_CheckExact(lists[i]);
-    if (!ok) {
-        for (int i = 0; i < 3; i++) Py_XDECREF(lists[i]);
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "the Nfa's tables must be lists");
-        return -1;
-    }
     Py_INCREF(builder);
     Py_INCREF(nfa);
     Py_INCREF(plans);
     Py_XSETREF(e->builder, builder);
     Py_XSETREF(e->nfa, nfa);
     Py_XSETREF(e->ref_plans, plans);
-    Py_XSETREF(e->byte_edges, lists[0]);
-    Py_XSETREF(e->eps, lists[1]);
-    Py_XSETREF(e->calls, lists[2]);
+    e->eps.len = e->edges.len = e->calls.len = 0;
+    e->num_states = 0;
     e->compact = compact;
     e->hoist_min_copies = hoist;
     return 0;
@@ -338,9 +338,6 @@ static int Emitter_init(Emitter *e, PyObject *args, PyObject *kwds) {
 static int Emitter_traverse(Emitter *e, visitproc visit, void *arg) {
     Py_VISIT(e->builder);
     Py_VISIT(e->nfa);
-    Py_VISIT(e->byte_edges);
-    Py_VISIT(e->eps);
-    Py_VISIT(e->calls);
     Py_VISIT(e->ref_plans);
     return 0;
 }
@@ -348,9 +345,6 @@ static int Emitter_traverse(Emitter *e, visitproc visit, void *arg) {
 static int Emitter_clear(Emitter *e) {
     Py_CLEAR(e->builder);
     Py_CLEAR(e->nfa);
-    Py_CLEAR(e->byte_edges);
-    Py_CLEAR(e->eps);
-    Py_CLEAR(e->calls);
     Py_CLEAR(e->ref_plans);
     return 0;
 }
@@ -358,11 +352,61 @@ static int Emitter_clear(Emitter *e) {
 static void Emitter_dealloc(Emitter *e) {
     PyObject_GC_UnTrack(e);
     Emitter_clear(e);
+    PyMem_Free(e->eps.data);
+    PyMem_Free(e->edges.data);
+    PyMem_Free(e->calls.data);
     Py_TYPE(e)->tp_free((PyObject *)e);
+}
+
+static PyObject *Emitter_new_state(Emitter *e, PyObject *unused) {
+    Py_ssize_t n = new_state(e);
+    return n < 0 ? NULL : PyLong_FromSsize_t(n);
+}
+
+/* One packed table: off[num_states + 1] (as bytes) and the rows' fields (width ints per edge, the
+ * source state dropped) in state order, each state's edges in the order they were emitted. */
+static int pack(const Log *g, int width, Py_ssize_t n, PyObject **off_out, PyObject **dat_out) {
+    Py_ssize_t m = g->len / width;
+    *off_out = PyBytes_FromStringAndSize(NULL, (n + 1) * sizeof(int32_t));
+    *dat_out = PyBytes_FromStringAndSize(NULL, m * (width - 1) * sizeof(int32_t));
+    if (*off_out == NULL || *dat_out == NULL) return -1;
+    int32_t *off = (int32_t *)PyBytes_AS_STRING(*off_out), *dat = (int32_t *)PyBytes_AS_STRING(*dat_out);
+    memset(off, 0, (n + 1) * sizeof(int32_t));
+    for (Py_ssize_t i = 0; i < m; i++) {
+        int32_t s = g->data[i * width];
+        if (s < 0 || s >= n) { PyErr_SetString(PyExc_ValueError, "emit: an edge from a state out of the tables"); return -1; }
+        off[s + 1]++;
+    }
+    for (Py_ssize_t s = 0; s < n; s++) off[s + 1] += off[s];
+    int32_t *fill = PyMem_Malloc((n ? n : 1) * sizeof(int32_t));
+    if (fill == NULL) { PyErr_NoMemory(); return -1; }
+    memcpy(fill, off, n * sizeof(int32_t));
+    for (Py_ssize_t i = 0; i < m; i++) {
+        const int32_t *x = g->data + i * width;
+        memcpy(dat + (Py_ssize_t)fill[x[0]]++ * (width - 1), x + 1, (width - 1) * sizeof(int32_t));
+    }
+    PyMem_Free(fill);
+    return 0;
+}
+
+/* finish() -> (num_states, edge_off, edges, eps_off, eps, call_off, calls): the NFA's packed tables
+ * (int32 bytes: edges (lo, hi, t), eps t, calls (rule, t), each state's in emission order from its
+ * off[s] to off[s + 1]), read by the DFA builder (grammar/automaton/_dfa.c) without a Python object
+ * per state; grammar/automaton/nfa.py's Nfa makes the lists from them only when asked. */
+static PyObject *Emitter_finish(Emitter *e, PyObject *unused) {
+    PyObject *t[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
+    PyObject *out = NULL;
+    if (pack(&e->edges, 4, e->num_states, &t[0], &t[1]) == 0 && pack(&e->eps, 2, e->num_states, &t[2], &t[3]) == 0
+        && pack(&e->calls, 3, e->num_states, &t[4], &t[5]) == 0)
+        out = Py_BuildValue("(nOOOOOO)", e->num_states, t[0], t[1], t[2], t[3], t[4], t[5]);
+    for (int i = 0; i < 6; i++) Py_XDECREF(t[i]);
+    return out;
 }
 
 static PyMethodDef Emitter_methods[] = {
     {"emit", (PyCFunction)Emitter_emit, METH_VARARGS, "emit(node, s, t): node's automaton from state s to state t"},
+    {"new_state", (PyCFunction)Emitter_new_state, METH_NOARGS, "new_state() -> a new state's id"},
+    {"finish", (PyCFunction)Emitter_finish, METH_NOARGS, "finish() -> the packed tables (see Nfa.packed)"},
     {NULL, NULL, 0, NULL},
 };
 

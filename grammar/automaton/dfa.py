@@ -38,7 +38,7 @@ class LazyDfa:
         self.nfa = nfa
         self.max_absorb = max_absorb  # longest token: absorb lengths are only needed up to it
         cap = 64
-        while cap < min(len(nfa.eps), MAX_FIRST_ROWS):
+        while cap < min(nfa.num_states, MAX_FIRST_ROWS):
             cap *= 2
         # [cap, 256]: uninitialized memory (pages are touched only when used); a row is set to
         # UNKNOWN when its state is made, so growing copies the old rows and fills nothing.
@@ -53,7 +53,11 @@ class LazyDfa:
         self.loops: dict[int, np.ndarray | None] = {}  # dstate -> bytes looping back to it
         self._calls: dict[int, tuple[tuple[int, int], ...]] = {}  # dstate -> (rule, return dstate) pairs
         self._utf8_pairs: dict[tuple[int, int], bool] = {}  # (state, next) -> characters step there
-        self.builder = builder(nfa.byte_edges, nfa.eps, nfa.calls, nfa.rule_final, slice_sets is not None, max_absorb)
+        if nfa.packed is not None and CBuilder is not None and issubclass(builder, CBuilder):
+            # the C walk's packed tables, read as they are (no per-state lists made)
+            self.builder = builder(nfa.packed, None, None, nfa.rule_final, slice_sets is not None, max_absorb)
+        else:
+            self.builder = builder(nfa.byte_edges, nfa.eps, nfa.calls, nfa.rule_final, slice_sets is not None, max_absorb)
         self.builder.bind(self)
         self.set_utf8(-1, -1, False)
         if slice_sets is not None:

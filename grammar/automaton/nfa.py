@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import array
 import math
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -43,16 +44,63 @@ SPLIT_ABOVE = 1024  # compact: a repeat of more copies is blocks of about sqrt(c
 COMPACT_BLOCK = 128
 
 
-@dataclass(slots=True)
 class Nfa:
-    """Byte edges, epsilon edges and call edges per state; one start and final state per rule."""
+    """Byte edges, epsilon edges and call edges per state; one start and final state per rule.
 
-    byte_edges: list[list[tuple[int, int, int]]] = field(default_factory=list)
-    eps: list[list[int]] = field(default_factory=list)
-    calls: list[list[tuple[int, int]]] = field(default_factory=list)
-    rule_start: list[int] = field(default_factory=list)
-    rule_final: list[int] = field(default_factory=list)
-    rule_names: list[str] = field(default_factory=list)
+    Built either as lists (the reference walk, nfa_ref.py: `byte_edges[s]` a list of (lo, hi, t),
+    `eps[s]` of targets, `calls[s]` of (rule, return state)) or packed by the C walk (`packed`:
+    (num_states, edge_off, edges, eps_off, eps, call_off, calls), int32 bytes, each state's edges
+    from off[s] to off[s + 1] in the order the lists would hold them), which the C row builder reads
+    as they are; the lists of a packed Nfa are made from it on first use (tests, the reference
+    builder). A compile's NFA of ~2,000 states was ~15,000 Python objects, made and freed again:
+    a third of a median compile.
+    """
+
+    __slots__ = ("_byte_edges", "_eps", "_calls", "packed", "rule_start", "rule_final", "rule_names")
+
+    def __init__(self) -> None:
+        self._byte_edges: list[list[tuple[int, int, int]]] | None = []
+        self._eps: list[list[int]] | None = []
+        self._calls: list[list[tuple[int, int]]] | None = []
+        self.packed: tuple[int, bytes, bytes, bytes, bytes, bytes, bytes] | None = None
+        self.rule_start: list[int] = []
+        self.rule_final: list[int] = []
+        self.rule_names: list[str] = []
+
+    @property
+    def num_states(self) -> int:
+        return self.packed[0] if self.packed is not None else len(self._eps)
+
+    @property
+    def byte_edges(self) -> list[list[tuple[int, int, int]]]:
+        if self._byte_edges is None:
+            self._unpack()
+        return self._byte_edges
+
+    @property
+    def eps(self) -> list[list[int]]:
+        if self._eps is None:
+            self._unpack()
+        return self._eps
+
+    @property
+    def calls(self) -> list[list[tuple[int, int]]]:
+        if self._calls is None:
+            self._unpack()
+        return self._calls
+
+    def set_packed(self, packed: tuple[int, bytes, bytes, bytes, bytes, bytes, bytes]) -> None:
+        """Take the C walk's packed tables (the lists are made from them when asked)."""
+        self.packed = packed
+        self._byte_edges = self._eps = self._calls = None
+
+    def _unpack(self) -> None:
+        n, *tables = self.packed
+        edge_off, edges, eps_off, eps, call_off, calls = (array.array("i", t) for t in tables)
+        self._byte_edges = [[(edges[3 * i], edges[3 * i + 1], edges[3 * i + 2]) for i in range(edge_off[s], edge_off[s + 1])]
+                            for s in range(n)]
+        self._eps = [list(eps[eps_off[s]:eps_off[s + 1]]) for s in range(n)]
+        self._calls = [[(calls[2 * i], calls[2 * i + 1]) for i in range(call_off[s], call_off[s + 1])] for s in range(n)]
 
     def new_state(self) -> int:
         n = len(self.eps)
@@ -127,6 +175,7 @@ class NfaBuilder:
         self.blocks: dict[tuple[int, int, int], Ref] = {}  # (id(item), min, max) -> its shared rule
         self.small: dict[int, bool] = {}
         self.ref_plans: dict[str, int | Node] = {}
+        self.repeat_plans: dict[int, tuple[Repeat, tuple[Node | None, Node]]] = {}
         self._emitter: Any = None
         self.compact = False
         self.compact = self.inline_size(grammar.start, {}) > COMPACT_ABOVE
@@ -139,15 +188,18 @@ class NfaBuilder:
                 name = self.pending.pop()
                 rid = self.rule_ids[name]
                 emitter.emit(self.rules[name], self.nfa.rule_start[rid], self.nfa.rule_final[rid])
+            packed = emitter.finish()
         finally:
             self._emitter = None  # (the emitter holds this builder: no cycle left behind)
+        if packed is not None:
+            self.nfa.set_packed(packed)
         return self.nfa
 
     def rule_id(self, name: str) -> int:
         if name not in self.rule_ids:
             self.rule_ids[name] = len(self.nfa.rule_start)
-            self.nfa.rule_start.append(self.nfa.new_state())
-            self.nfa.rule_final.append(self.nfa.new_state())
+            self.nfa.rule_start.append(self._emitter.new_state())
+            self.nfa.rule_final.append(self._emitter.new_state())
             self.nfa.rule_names.append(name)
             self.pending.append(name)
         return self.rule_ids[name]
@@ -185,7 +237,17 @@ class NfaBuilder:
 
     def repeat_plan(self, node: Repeat) -> tuple[Node | None, Node]:
         """(a node to build instead, the item) for a repeat split into called blocks (compact), else
-        (None, the item to copy): a big item copied several times becomes a called rule."""
+        (None, the item to copy): a big item copied several times becomes a called rule. The same
+        node gets the same plan (memoized by identity: a flexible grammar's whitespace gap, one
+        shared node, is met at every separator)."""
+        hit = self.repeat_plans.get(id(node))
+        if hit is not None:
+            return hit[1]
+        plan = self._repeat_plan(node)
+        self.repeat_plans[id(node)] = (node, plan)  # (the node kept: its id stays its own)
+        return plan
+
+    def _repeat_plan(self, node: Repeat) -> tuple[Node | None, Node]:
         if self.compact and self.is_small(node.item):
             return self.in_blocks(node), node.item
         if self.compact and (node.min > SPLIT_ABOVE or (node.max is not None and node.max - node.min > SPLIT_ABOVE)):

@@ -35,6 +35,13 @@ class Emitter:
         self.builder = builder
         self.nfa = nfa
 
+    def new_state(self) -> int:
+        return self.nfa.new_state()
+
+    def finish(self) -> None:
+        """The packed tables (the C walk's); None: this walk wrote the Nfa's lists."""
+        return None
+
     def emit(self, node: Node, s: int, t: int) -> None:
         nfa = self.nfa
         kind = type(node)
