@@ -54,8 +54,9 @@ def default_prefill_stall_ratio(device: torch.device) -> float:
     """How much a step's prompt tokens may cost against its decode rows while streams decode: 2.5
     on a CPU, off (0) on CUDA. Chosen with benchmarks/schedule_sim.py on the BF16 machine's step
     costs against the fixed 128-token cap: ITL p99 155 -> 33 ms at 4 streams and 176 -> 99 ms at
-    16, TTFT p50 equal or lower at 4 and 16 and under vLLM's at 64, tok/s within 4 %; measured on
-    the machine with benchmarks/serve.py in docs/kernels-and-cpu-speed.md."""
+    16, TTFT p50 equal or lower at 4 and 16 and under vLLM's at 64, tok/s within 4 %; measured with
+    benchmarks/serve.py on an AVX2 machine (stalls halved at 4 and 16 streams, same tok/s) in
+    docs/kernels-and-cpu-speed.md; the BF16 machine's serve.py run is still to come."""
     return 2.5 if device.type == "cpu" else 0.0
 
 
