@@ -128,16 +128,10 @@ def simulate(policy: str, cost: CostModel, concurrency: int, waves: int, output_
                 now = arrivals[0][0]
             continue
         plan = sched.schedule()
-        num_decode = num_prefill = 0
-        for rid, n, c in zip(plan.req_ids, plan.num_scheduled_tokens, plan.num_computed_tokens):
-            if c >= sched.requests[rid].num_prompt_tokens:
-                num_decode += 1
-            else:
-                num_prefill += n
-        ms = cost.step_ms(num_decode, num_prefill)
+        ms = cost.step_ms(plan.num_decode_tokens, plan.num_prefill_tokens)
         now += ms / 1e3
         if sched.pacer is not None:
-            sched.pacer.observe(num_decode, num_prefill, ms / 1e3)
+            sched.pacer.observe(plan.num_decode_tokens, plan.num_prefill_tokens, ms / 1e3)
         sampled = {rid: 7 for rid, n, c in zip(plan.req_ids, plan.num_scheduled_tokens, plan.num_computed_tokens)
                    if c + n == sched.requests[rid].num_tokens}  # fmt: skip
         for p in sched.update(plan, sampled):

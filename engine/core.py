@@ -231,21 +231,9 @@ class EngineCore:
         self.num_generation_tokens += sum(len(p.token_ids) for p in progressed)
         if self.speculator is not None:
             self._propose(progressed)
-        if self.scheduler.pacer is not None:
-            self._observe_step(plan, time.perf_counter() - started)
+        if self.scheduler.pacer is not None:  # what this step's decode and prompt tokens cost
+            self.scheduler.pacer.observe(plan.num_decode_tokens, plan.num_prefill_tokens, time.perf_counter() - started)
         return outputs
-
-    def _observe_step(self, plan: SchedulerOutput, seconds: float) -> None:
-        """Tells the pacer what this step's decode and prompt tokens cost."""
-        num_decode = num_prefill = 0
-        prompt_len = {r.request_id: r.num_prompt_tokens for r in plan.new_reqs}
-        for req_id, num_new, num_computed in zip(plan.req_ids, plan.num_scheduled_tokens, plan.num_computed_tokens):
-            request = self.scheduler.requests.get(req_id)
-            num_prompt = prompt_len.get(req_id, request.num_prompt_tokens if request is not None else 0)
-            prompt_part = max(0, min(num_new, num_prompt - num_computed))
-            num_prefill += prompt_part
-            num_decode += num_new - prompt_part
-        self.scheduler.pacer.observe(num_decode, num_prefill, seconds)
 
     def _resident_bytes(self) -> int:
         now = time.monotonic()

@@ -47,6 +47,10 @@ class SchedulerOutput:
     freed_req_ids: list[str] = field(default_factory=list)  # finished, aborted or preempted
     # draft tokens to verify, run after the request's known tokens (counted in num_scheduled_tokens)
     spec_token_ids: dict[str, list[int]] = field(default_factory=dict)
+    # the step's tokens by kind, for what a step costs: rows that run only their last known token
+    # (and its drafts) decode; every other scheduled token is a prompt (or recomputed) token
+    num_decode_tokens: int = 0
+    num_prefill_tokens: int = 0
 
 
 @dataclass(slots=True)
@@ -181,6 +185,10 @@ class Scheduler:
                 out.req_ids.append(request.request_id)
                 out.num_scheduled_tokens.append(num_new)
                 out.num_computed_tokens.append(request.num_computed_tokens)
+                if request.num_computed_tokens + 1 == request.num_tokens:
+                    out.num_decode_tokens += num_new
+                else:
+                    out.num_prefill_tokens += num_new
         out.freed_req_ids, self.freed_req_ids = self.freed_req_ids, []
         return out
 

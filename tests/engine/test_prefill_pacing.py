@@ -86,12 +86,13 @@ def test_the_scheduler_gives_prompts_what_the_pacer_allows_while_others_decode()
     s = Scheduler(KVCacheManager(256, 4), 8, 512, 1024, max_prefill_tokens_while_decoding=128, pacer=pacer)
     s.add(_req("a", 1, 30))
     out = s.schedule()
-    assert out.num_scheduled_tokens == [30]  # nobody decodes: the whole prompt
+    assert out.num_scheduled_tokens == [30] and (out.num_decode_tokens, out.num_prefill_tokens) == (0, 30)
     s.update(out, {"a": 7})
     s.add(_req("b", 1000, 300))
     out = s.schedule()
     allowed = pacer.budget(1)
     assert out.req_ids == ["a", "b"] and out.num_scheduled_tokens == [1, allowed]
+    assert (out.num_decode_tokens, out.num_prefill_tokens) == (1, allowed)  # what the core reports to the pacer
     assert allowed == int(cost(1, 0) / pacer.costs[2]) and allowed < 128  # not the fixed cap
 
 
