@@ -64,6 +64,7 @@ class RequestResult:
     num_output_tokens: int = 0
     num_prompt_tokens: int = 0
     error: str = ""
+    stale_connection: bool = False  # failed before any response: worth a retry on a new connection
 
 
 @dataclass
@@ -107,7 +108,21 @@ async def one_request(session: aiohttp.ClientSession, url: str, model: str, mess
                "ignore_eos": True, "min_tokens": output_len, "stream": True,
                "stream_options": {"include_usage": True}}  # fmt: skip
     start = time.perf_counter()
-    last, result, num_chunks = None, RequestResult(ok=False), 0
+    for attempt in range(CONNECT_RETRIES + 1):
+        result = await _stream_once(session, url, payload, headers, start)
+        if not result.stale_connection or attempt == CONNECT_RETRIES:
+            return result
+    return result
+
+
+# A keep-alive connection the server closed between two requests fails before any response (llama.cpp's
+# server does this); the official clients retry such a request on a new connection, and so does this one.
+CONNECT_RETRIES = 2
+
+
+async def _stream_once(session: aiohttp.ClientSession, url: str, payload: dict, headers: dict[str, str],
+                       start: float) -> RequestResult:  # fmt: skip
+    last, result, num_chunks, resp = None, RequestResult(ok=False), 0, None
     try:
         async with session.post(url + "/v1/chat/completions", json=payload, headers=headers) as resp:
             if resp.status != 200:
@@ -135,7 +150,8 @@ async def one_request(session: aiohttp.ClientSession, url: str, model: str, mess
                             result.itls_s.append(now - last)
                         last, num_chunks = now, num_chunks + 1
     except (aiohttp.ClientError, asyncio.TimeoutError, json.JSONDecodeError) as exc:
-        return RequestResult(ok=False, error=repr(exc))
+        stale = resp is None and isinstance(exc, (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError))
+        return RequestResult(ok=False, error=repr(exc), stale_connection=stale)
     result.ok = last is not None
     result.num_output_tokens = result.num_output_tokens or num_chunks
     return result
