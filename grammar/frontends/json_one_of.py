@@ -4,8 +4,10 @@ An instance is valid under `oneOf` when exactly one branch validates it. Each br
 compiled with what it allows of each JSON type narrowed so that none of it is valid under any
 other branch j (the validity of j is judged as a validator does: a branch without `type` accepts
 every type its keywords do not constrain): enum values valid under another branch are dropped;
-an object is made to hold a discriminating property whose values j rejects, or to lack a
-property j requires; a non-empty array is kept when its items cannot be j's; a string is
+an object is made to hold a discriminating property whose values j rejects (or whose values
+under j are a finite set ours rejects), to hold a property a closed j never allows, to lack a
+property j requires, or has a property both declare narrowed the same way one level down
+(MAX_NESTED_NARROWING); a non-empty array is kept when its items cannot be j's; a string is
 kept outside j's regular language (grammar/frontends/regular.py); numbers by their bounds. A
 type of branch i for which no such narrowing is found is left out of branch i: the grammar then
 allows fewer instances than `oneOf`, never an invalid one.
@@ -21,6 +23,7 @@ from grammar.frontends.json_merge import ANNOTATIONS, EXCLUDE_STRINGS, FORBID, m
 
 ALL_TYPES = frozenset({"null", "boolean", "object", "array", "string", "num"})
 _STRING_KEYS = {"pattern", "minLength", "maxLength", "enum", "const"}
+MAX_NESTED_NARROWING = 2  # levels of properties inside properties a branch is narrowed at
 
 
 def _kind(t: str) -> str:
@@ -68,6 +71,7 @@ class OneOf:
         self.alts = [self._alternatives(b, f"{where}/{i}") for i, b in enumerate(branches)]  # as validators read them
         self.own = [self._alternatives(b, f"{where}/{i}", own=True) for i, b in enumerate(branches)]  # to compile
         self._checkers: dict[int, Any] = {}
+        self.depth = 0  # properties narrowed inside properties (_narrow_member)
 
     def narrowed(self) -> list[Any]:
         """The branches to compile as an anyOf (an anyOf inside a branch: each of its alternatives)."""
@@ -162,6 +166,10 @@ class OneOf:
             allowed = set(other_props) | (other_required if other.get("additionalProperties") is not False else set())
             if required - allowed:
                 return True  # holds a property the other branch never allows
+            never = [name for name in props if name not in allowed]
+            if never:  # made to hold one (the first declared): a subset of its objects, none of them the other's
+                branch["required"] = [*branch.get("required", []), never[0]]
+                return True
         for name, sub in props.items():  # a discriminator: values the other branch rejects
             sub = self._merged(sub)
             values = _values(sub) if isinstance(sub, dict) else None
@@ -169,9 +177,48 @@ class OneOf:
                 if name not in required:
                     branch["required"] = [*branch.get("required", []), name]
                 return True
+        for name, sub in other_props.items():  # the other way round: the other's finite values, none of them ours
+            sub = self._merged(sub)
+            values = _values(sub) if isinstance(sub, dict) else None
+            if values and name in props and not any(self._valid_sub(j, props[name], v) for v in values):
+                if name not in required and name not in other_required:
+                    branch["required"] = [*branch.get("required", []), name]
+                return True
         missing = sorted(other_required - required)
         if missing:  # lacking a property the other branch requires
             branch[FORBID] = [*branch.get(FORBID, []), missing[0]]
+            return True
+        return self._narrow_member(branch, other, j)
+
+    def _narrow_member(self, branch: dict[str, Any], other: dict[str, Any], j: int) -> bool:
+        """A property both declare, narrowed (as a branch is, one level down, MAX_NESTED_NARROWING
+        levels at most) so that none of its values is valid under the other's schema for it; it is
+        then required where the other does not require it (an object without it would be valid there)."""
+        if self.depth >= MAX_NESTED_NARROWING:
+            return False
+        props, other_props = branch.get("properties", {}), other.get("properties", {})
+        for name in props:
+            if name not in other_props:
+                continue
+            mine, theirs = self._merged(props[name]), self._merged(other_props[name])
+            if not isinstance(mine, dict) or not isinstance(theirs, dict) or _values(mine) is not None:
+                continue
+            if any(k in theirs for k in ("anyOf", "oneOf", "not")) or any(k in mine for k in ("anyOf", "oneOf", "not")):
+                continue
+            narrowed = dict(mine)
+            self.depth += 1
+            try:
+                kinds = list(dict.fromkeys(_kind(t) for t in self.sc.types(narrowed, self.where)))
+                kept = [k for k in kinds if self._narrow_alt(narrowed, k, theirs, j)]
+            finally:
+                self.depth -= 1
+            if not kept:
+                continue
+            narrowed["type"] = [t for t in self.sc.types(mine, self.where) if _kind(t) in kept]
+            narrowed.pop("nullable", None)
+            branch["properties"] = {**props, name: narrowed}
+            if name not in other.get("required", []) and name not in branch.get("required", []):
+                branch["required"] = [*branch.get("required", []), name]
             return True
         return False
 
