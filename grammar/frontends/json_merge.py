@@ -46,7 +46,8 @@ def check_keywords(schema: dict[str, Any], where: str) -> None:
     for key in schema:
         if key in UNSUPPORTED:
             raise GrammarError(f"{where}/{key}: keyword {key!r} is not supported")
-    if schema.get("uniqueItems") is True and not (isinstance(schema.get("maxItems"), int) and schema["maxItems"] <= 1):
+    if schema.get("uniqueItems") is True and not (isinstance(schema.get("maxItems"), int) and schema["maxItems"] <= 1) \
+            and not isinstance(schema.get("items"), dict):  # items of a few values: json_unique.py decides
         raise GrammarError(f"{where}/uniqueItems: keyword 'uniqueItems' is not supported")
 
 

@@ -12,6 +12,7 @@ from grammar.frontends.json_order import any_order_graph, declared_order_graph, 
 from grammar.frontends.json_patterns import extra_member, matching, pattern_schemas
 from grammar.frontends.json_presence import escape, presence_graph, presence_rule
 from grammar.frontends.json_text import json_string
+from grammar.frontends.json_unique import unique_array_node
 from grammar.ir import EMPTY, NOTHING, Graph, Node, Repeat, alt, is_nothing, lit, node_size, opt, seq
 from grammar.time_limit import check_time_limit
 
@@ -201,6 +202,8 @@ def array_node(sc: SchemaCompiler, schema: dict[str, Any], where: str) -> Node:
     hi = _count(schema, "maxItems", where)
     if hi is not None and hi < lo:
         return NOTHING
+    if schema.get("uniqueItems") is True and (hi is None or hi > 1):
+        return unique_array_node(sc, schema, where, lo, hi)  # raises unless the items are a few values
     elements = [sc.node(s, f"{where}/prefixItems/{i}") for i, s in enumerate(prefix)]
     rest = sc.node(True if items is None else items, rest_where)
     comma = seq(sc.ws, lit(","), sc.ws)
