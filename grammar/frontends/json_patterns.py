@@ -174,3 +174,18 @@ def _any_name() -> Dfa:
 def _names(names: list[str]) -> Dfa:
     """The declared names, in every canonical encoding."""
     return to_dfa(alt(*[canonical_text(n) for n in names]) if names else NOTHING)
+
+
+def names_apart(names: list[str], patterns: dict[str, Any], other_names: list[str], other_patterns: dict[str, Any],
+                where: str) -> bool:
+    """True when no name is both one of `names` or matched by `patterns` and one of `other_names`
+    or matched by `other_patterns` (each pattern by its widened language: a superset of what a
+    validator matches); False also when the languages are too large to compare."""
+    def language(declared: list[str], pats: dict[str, Any]) -> Dfa:
+        return to_dfa(alt(*[canonical_text(n) for n in declared if isinstance(n, str)],
+                          *[regex_to_node(p, json_char, f"{where}/{escape(p)}", search=True, wide=True) for p in pats]))
+
+    try:
+        return intersect(language(names, patterns), language(other_names, other_patterns)).is_empty()
+    except GrammarError:
+        return False

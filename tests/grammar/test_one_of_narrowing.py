@@ -42,6 +42,19 @@ OPTIONAL_NESTED = {"type": "object", "required": ["items"], "oneOf": [
     {"properties": {"attrs": {"type": "object", "required": ["init"], "properties": {"init": {"enum": ["upstart"]}}},
                     "items": {"type": "array", "items": {"type": "integer", "minimum": 0}}}}]}  # fmt: skip
 
+# closed branches told apart by their names: a required name no pattern of the other matches, names
+# (declared or by pattern) the other can never hold, and a member matched by the other's pattern
+# whose values that pattern's schema (itself a oneOf) rejects
+PX = {"type": "string", "pattern": "^[1-9][0-9]*px$"}
+BY_NAMES = {"oneOf": [
+    {"type": "object", "additionalProperties": False, "required": ["size"],
+     "properties": {"size": {"type": "number"}, "style": {"enum": ["italic", "normal"]}}},
+    PX,
+    {"type": "object", "additionalProperties": False, "required": ["ref"], "properties": {"ref": {"type": "string"}}},
+    {"type": "object", "additionalProperties": False, "minProperties": 1, "patternProperties": {"^[0-9]+x$": {"type": "integer"}}},
+    {"type": "object", "additionalProperties": False, "minProperties": 1,
+     "patternProperties": {"^[a-z]{2,3}$": {"oneOf": [PX, {"type": "object", "required": ["size"]}]}}}]}  # fmt: skip
+
 CASES = [
     (OTHER_VALUES, ['{"changes":["size"],"mode":"644"}', '{"changes":["deleted"]}', '{"changes":["deleted"],"mode":"x"}'],
      ['{"changes":["size"]}', "{}", '{"changes":["other"],"mode":"x"}']),
@@ -52,11 +65,13 @@ CASES = [
      ['{"status":"ok","data":1}', '{"status":"fail"}']),
     (OPTIONAL_NESTED, ['{"attrs":{"init":"systemd"},"items":[-1]}', '{"attrs":{"init":"upstart"},"items":[1]}'],
      ['{"items":[1]}', '{"attrs":{"init":"systemd"},"items":["x"]}']),
+    (BY_NAMES, ['{"size":1}', '"12px"', '{"ref":"font1"}', '{"2x":3}', '{"en":"12px"}', '{"size":2,"style":"normal"}'],
+     ['{"ref":"12px"}', "{}", '{"2x":"a"}', '{"size":1,"2x":1}', '{"en":"x"}']),
 ]
 
 
 @pytest.mark.parametrize("schema, good, bad", CASES,
-                         ids=["other-values", "nested", "closed", "patterns", "optional-nested"])
+                         ids=["other-values", "nested", "closed", "patterns", "optional-nested", "by-names"])
 @pytest.mark.parametrize("whitespace", ["compact", "flexible"])
 def test_narrowed_exactly(schema, good, bad, whitespace):
     g = grammar.compile_json_schema(schema, VOCAB, whitespace=whitespace)
