@@ -120,7 +120,9 @@ def object_node(sc: SchemaCompiler, schema: dict[str, Any], where: str) -> Node:
         elif lo <= num_required and (hi is None or (extra is None and hi >= len(members))):
             # the counts follow from the properties
             if sc.property_order == "declared":
-                body = declared_order_graph(sc, members, member_names, required, extra, comma, ws, lead)
+                undeclared = [i for i, name in enumerate(member_names) if name not in props and not closed]
+                body = declared_order_graph(sc, members, member_names, required, extra, comma, ws, lead,
+                                            undeclared[0] if undeclared else None)
             else:
                 body = (any_order_graph(members, extra, comma, ws, sc.order_budget, lead)
                         if len(members) > 1 else None) or _members_graph(members, extra, comma, lead)

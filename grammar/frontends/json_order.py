@@ -92,7 +92,7 @@ def _copy_size(node: Node, memo: dict[int, int]) -> int:
 
 
 def declared_order_graph(sc, members: list[tuple[Node, bool]], names: list[str], required: list, extra: Node | None,
-                         comma: Node, ws: Node, lead: Node | None) -> Node:
+                         comma: Node, ws: Node, lead: Node | None, extra_from: int | None = None) -> Node:
     """The default policy's members: an object of 2..SMALL_ANY_ORDER members in any order (within
     the schema's copy budget; none by default); others in declared order, or with the required members first
     in the order `required` lists them and then the optional ones in declared order (a second copy
@@ -105,7 +105,9 @@ def declared_order_graph(sc, members: list[tuple[Node, bool]], names: list[str],
         graph = any_order_graph(members, extra, comma, ws, sc.order_budget, lead)
         if graph is not None:
             return sc.shared(graph)  # (an enclosing presence graph counts it once, as a $ref)
-    declared = members_graph(members, extra, comma, lead)
+    if extra is not None and extra_from is not None and extra_from < n:
+        extra = sc.shared(extra)  # (one copy per place it may come)
+    declared = members_graph(members, extra, comma, lead, extra_from=extra_from)
     order = required_first_order(sc, members, names, required, extra, ws)
     if order is None:
         return declared
@@ -133,11 +135,13 @@ def required_first_order(sc, members: list[tuple[Node, bool]], names: list[str],
 
 
 def members_graph(members: list[tuple[Node, bool]], extra: Node | None, comma: Node, lead: Node | None = None,
-                  nonempty: bool = False) -> Node:
+                  nonempty: bool = False, extra_from: int | None = None) -> Node:
     """Members in the order given. States first_i / rest_i: at member i with nothing / something
     emitted so far; pre_i is shared by both so that each member's value is built once. The first
     member comes after `lead` (the whitespace after `{`), the others after a comma; extra members
-    after the last one. `nonempty`: no empty object (minProperties 1)."""
+    after the last one, and also before each member from `extra_from` on (the required names no
+    property declares, which json_objects.py puts last: they and the extra members in any mix, the
+    required ones in their order). `nonempty`: no empty object (minProperties 1)."""
     n = len(members)
     first = list(range(n + 1))
     rest = [n + 1 + i for i in range(n + 1)]
@@ -154,4 +158,9 @@ def members_graph(members: list[tuple[Node, bool]], extra: Node | None, comma: N
     edges.append((rest[n], end, None))
     if extra is not None:
         edges += [(first[n], pre[n], lead), (rest[n], pre[n], comma), (pre[n], rest[n], extra)]
-    return Graph(3 * n + 4, tuple(edges), (end,))
+    num_states = 3 * n + 4
+    if extra is not None and extra_from is not None:
+        for i in range(extra_from, n):  # an extra member before member i: its own pre state
+            edges += [(first[i], num_states, lead), (rest[i], num_states, comma), (num_states, rest[i], extra)]
+            num_states += 1
+    return Graph(num_states, tuple(edges), (end,))

@@ -1,0 +1,40 @@
+"""Required names that no property declares (a pattern's members, or additionalProperties'): they
+come after the declared properties in the order `required` lists them, and since issue 39's fifth
+pass the other extra members may come before, between and after them. Each valid text is fed byte
+by byte and checked with jsonschema; each invalid one must be refused."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pytest
+
+import grammar
+from tests.grammar.conftest import byte_vocab
+from tests.grammar.helpers import accepts_text
+
+VOCAB = byte_vocab()
+
+BY_PATTERN = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["x1", "x2"],
+              "patternProperties": {"^x": {"type": "string"}}, "additionalProperties": False}  # fmt: skip
+OPEN = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["id"],
+        "additionalProperties": {"type": "number"}}  # fmt: skip
+
+
+@pytest.mark.parametrize("schema, good, bad", [
+    (BY_PATTERN, ['{"a":1,"x1":"p","xz":"q","x2":"r"}', '{"x1":"p","x2":"q"}', '{"x0":"s","x1":"p","x2":"q","x3":"t"}',
+                  '{"a":1,"x0":"s","x1":"p","x2":"q"}'],
+     ['{"x1":"p"}', '{"x1":1,"x2":"q"}', '{"a":1,"x1":"p","x2":"q","b":1}', '{"x0":"s"}', '{"x0":1,"x1":"p","x2":"q"}']),
+    (OPEN, ['{"a":1,"id":2}', '{"z":1.5,"id":2,"y":3}', '{"id":0}'], ['{"a":1}', '{"z":1.5,"id":"x"}', '{"z":"s","id":1}']),
+], ids=["pattern-named", "additional"])
+@pytest.mark.parametrize("whitespace", ["compact", "flexible"])
+def test_extra_members_around_required_undeclared(schema, good, bad, whitespace):
+    g = grammar.compile_json_schema(schema, VOCAB, whitespace=whitespace)
+    validator = jsonschema.Draft7Validator(schema)
+    for text in good:
+        validator.validate(json.loads(text))
+        assert accepts_text(g, text), text
+    for text in bad:
+        assert not validator.is_valid(json.loads(text)), text
+        assert not accepts_text(g, text), text
