@@ -13,6 +13,7 @@ from grammar.frontends.json_merge import (ANNOTATIONS, FORBID, ONE_OF_REQUIRED, 
                                  required_only, resolve_pointer)
 from grammar.frontends.json_closed import closed_copy
 from grammar.frontends.json_conditions import hoist_condition, if_then_else, negate
+from grammar.frontends.json_drafts import as_validated
 from grammar.frontends.json_numbers import integer_node, number_node
 from grammar.frontends.json_one_of import narrow_one_of
 from grammar.frontends.json_order import MAX_ANY_ORDER_SIZE, check_property_order
@@ -39,7 +40,7 @@ class SchemaCompiler:
     `property_order` is "declared" or "any" (grammar/frontends/json_order.py)."""
 
     def __init__(self, root: Any, whitespace_mode: str, strict: bool = False, property_order: str = "declared") -> None:
-        self.root = root
+        self.root = as_validated(root)  # draft 3-7: `$ref` hides its siblings (json_drafts.py)
         self.strict = strict
         self.property_order = check_property_order(property_order)
         self.order_budget = [MAX_ANY_ORDER_SIZE]
