@@ -6,7 +6,7 @@ from typing import Any, Protocol
 
 from grammar.errors import GrammarError
 from grammar.frontends.json_closed import closes_object, closes_tuple
-from grammar.frontends.json_merge import FORBID
+from grammar.frontends.json_merge import FORBID, ONE_OF_REQUIRED
 from grammar.frontends.json_names import property_names
 from grammar.frontends.json_order import any_order_graph, declared_order_graph, members_graph as _members_graph, required_first_order
 from grammar.frontends.json_patterns import extra_member, matching, pattern_schemas
@@ -102,7 +102,9 @@ def object_node(sc: SchemaCompiler, schema: dict[str, Any], where: str) -> Node:
             if key in schema and not nonempty:
                 raise GrammarError(f"{where}/{key}: not supported together with dependencies or a oneOf of required")
         body = presence_graph(members, member_names, extra, comma, rule, where, ws, lead, nonempty)
-        order = required_first_order(sc, members, member_names, required, extra, ws) if sc.property_order == "declared" else None
+        # required first: `required`'s names, then those a oneOf of `required` lists (one of them is)
+        first = [*required, *[n for group in schema.get(ONE_OF_REQUIRED, []) for names_ in group for n in names_]]
+        order = required_first_order(sc, members, member_names, first, extra, ws) if sc.property_order == "declared" else None
         if order is not None and not is_nothing(body):
             # the same rule over the members with the required ones first (json_order.py)
             body = alt(body, presence_graph([members[i] for i in order], [member_names[i] for i in order], extra, comma,

@@ -1,7 +1,8 @@
-"""Required names that no property declares (a pattern's members, or additionalProperties'): they
-come after the declared properties in the order `required` lists them, and since issue 39's fifth
-pass the other extra members may come before, between and after them. Each valid text is fed byte
-by byte and checked with jsonschema; each invalid one must be refused."""
+"""Property order around required names (issue 39, fifth pass): the required names no property
+declares (a pattern's members, or additionalProperties') come after the declared properties in the
+order `required` lists them, with the other extra members before, between and after them; the names
+a oneOf of `required` lists may come first. Each valid text is fed byte by byte and checked with
+jsonschema; each invalid one must be refused."""
 
 from __future__ import annotations
 
@@ -32,6 +33,26 @@ OPEN = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": 
 def test_extra_members_around_required_undeclared(schema, good, bad, whitespace):
     g = grammar.compile_json_schema(schema, VOCAB, whitespace=whitespace)
     validator = jsonschema.Draft7Validator(schema)
+    for text in good:
+        validator.validate(json.loads(text))
+        assert accepts_text(g, text), text
+    for text in bad:
+        assert not validator.is_valid(json.loads(text)), text
+        assert not accepts_text(g, text), text
+
+
+PIPELINE = {"type": "object", "oneOf": [{"required": ["run"]}, {"required": ["flow"]}],
+            "properties": {"run": {"type": "string"}, "parameters": {"type": "object"}, "cache": {"type": "boolean"}}}  # fmt: skip
+
+
+@pytest.mark.parametrize("whitespace", ["compact", "flexible"])
+def test_one_of_required_names_may_come_first(whitespace):
+    """A oneOf of `required` lists: the names it lists may come first (in its order), as the
+    required members do, or in declared order (an undeclared one last)."""
+    g = grammar.compile_json_schema(PIPELINE, VOCAB, whitespace=whitespace)
+    validator = jsonschema.Draft7Validator(PIPELINE)
+    good = ['{"flow":"f","parameters":{}}', '{"parameters":{},"flow":"f"}', '{"run":"r","cache":true}', '{"flow":[1],"cache":false}']
+    bad = ['{"run":"r","flow":"f"}', '{"flow":"f","run":"r"}', '{"parameters":{}}', '{"cache":"x","run":"r"}', "{}"]
     for text in good:
         validator.validate(json.loads(text))
         assert accepts_text(g, text), text
