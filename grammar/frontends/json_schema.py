@@ -101,6 +101,8 @@ class SchemaCompiler:
             raise GrammarError(f"{where or '/'}: a schema must be an object or a boolean")
         if "if" in schema or "then" in schema or "else" in schema:
             return self.node(if_then_else(schema, where), where)
+        if "unevaluatedProperties" in schema:
+            return self.node(unevaluated_as_additional(self.root, schema, where), where)
         check_keywords(schema, where)
         if "$ref" in schema:
             rest = {k: v for k, v in schema.items() if k not in ANNOTATIONS and k != "$ref"}
@@ -388,6 +390,31 @@ def split_dependency(schema: dict[str, Any], where: str) -> dict[str, Any] | Non
             present = {**rest, "required": [*rest.get("required", []), trigger]}
             return {"anyOf": [absent, {"allOf": [present, need]}]}
     return None
+
+
+# What an object's in-place parts may hold for unevaluatedProperties to be additionalProperties:
+# no applicator that evaluates properties only where it validates (anyOf, oneOf, if, dependentSchemas)
+# and no negation.
+_CONDITIONAL_EVALUATION = frozenset({"anyOf", "oneOf", "not", "if", "then", "else", "dependencies", "dependentSchemas",
+                                     "unevaluatedItems", ONE_OF_REQUIRED})  # fmt: skip
+
+
+def unevaluated_as_additional(root: Any, schema: dict[str, Any], where: str) -> Any:
+    """`unevaluatedProperties` where it says what `additionalProperties` would: the schema and its
+    `allOf`/`$ref` parts merged (each part must validate, so each evaluates its properties and
+    pattern members) hold no applicator that evaluates only where it validates; then the names left
+    unevaluated are those no part declares or matches by a pattern, and none when a part has
+    `additionalProperties` (it evaluates every name). GrammarError otherwise."""
+    rest = {k: v for k, v in schema.items() if k != "unevaluatedProperties"}
+    merged = merge_all(root, rest, where)
+    if merged is False:
+        return False
+    if set(merged) & _CONDITIONAL_EVALUATION:
+        raise GrammarError(f"{where}/unevaluatedProperties: keyword 'unevaluatedProperties' is not supported beside "
+                           f"anyOf, oneOf, not, if or dependencies")  # fmt: skip
+    if "additionalProperties" not in merged:
+        merged["additionalProperties"] = schema["unevaluatedProperties"]
+    return merged
 
 
 def _numeric_format(schema: dict[str, Any], where: str) -> str | None:
