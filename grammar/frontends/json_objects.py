@@ -28,6 +28,7 @@ class SchemaCompiler(Protocol):
     strict: bool  # close objects and tuples (grammar/frontends/json_closed.py)
     property_order: str  # "declared" or "any" (grammar/frontends/json_order.py)
     order_budget: list[int]  # what any-order objects may still copy (json_order.py MAX_ANY_ORDER_SIZE)
+    top: set[str]  # pointers of the document's top-level value (json_order.py EXTRA_FIRST)
 
     def node(self, schema: Any, where: str) -> Node: ...
 
@@ -124,7 +125,7 @@ def object_node(sc: SchemaCompiler, schema: dict[str, Any], where: str) -> Node:
             if sc.property_order == "declared":
                 undeclared = [i for i, name in enumerate(member_names) if name not in props and not closed]
                 body = declared_order_graph(sc, members, member_names, required, extra, comma, ws, lead,
-                                            undeclared[0] if undeclared else None)
+                                            undeclared[0] if undeclared else None, where in sc.top)
             else:
                 body = (any_order_graph(members, extra, comma, ws, sc.order_budget, lead)
                         if len(members) > 1 else None) or _members_graph(members, extra, comma, lead)

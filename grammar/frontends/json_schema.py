@@ -53,6 +53,7 @@ class SchemaCompiler:
         self.pending: list[tuple[str, Any, str]] = []
         self.noted_formats: set[str] = set()  # pointers of unknown formats logged
         self.num_shared = 0  # rules made by `shared`
+        self.top = {""}  # pointers of the document's top-level value: the root, the $ref targets it is
 
     def compile(self) -> Grammar:
         grammar = self.finish(self.node(self.root, ""))
@@ -107,7 +108,10 @@ class SchemaCompiler:
         if "$ref" in schema:
             rest = {k: v for k, v in schema.items() if k not in ANNOTATIONS and k != "$ref"}
             if not rest:
-                return self.ref(_ref_target(schema["$ref"], where), where)
+                target = _ref_target(schema["$ref"], where)
+                if where in self.top:
+                    self.top.add(target)
+                return self.ref(target, where)
         if "$ref" in schema or "allOf" in schema:
             hoisted = hoist_condition(schema, where)
             if hoisted is not None:

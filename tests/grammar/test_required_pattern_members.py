@@ -59,3 +59,27 @@ def test_one_of_required_names_may_come_first(whitespace):
     for text in bad:
         assert not validator.is_valid(json.loads(text)), text
         assert not accepts_text(g, text), text
+
+
+HEADER = {"$schema": "http://json-schema.org/draft-07/schema#", "$ref": "#/definitions/doc",
+          "definitions": {"doc": {"type": "object", "required": ["image"],
+                                  "properties": {"image": {"type": "string"}, "tasks": {"type": "array"},
+                                                 "inner": {"type": "object", "properties": {"a": {"type": "integer"}}}}}}}  # fmt: skip
+
+
+@pytest.mark.parametrize("whitespace", ["compact", "flexible"])
+def test_extra_members_before_the_top_level_declared_ones(whitespace):
+    """The document's top-level object (the root, or the $ref it is) also takes extra members
+    before its first declared one (a "$schema" header); nested objects keep declared order."""
+    g = grammar.compile_json_schema(HEADER, VOCAB, whitespace=whitespace)
+    validator = jsonschema.Draft7Validator(HEADER)
+    good = ['{"$schema":"x","image":"i","tasks":[]}', '{"image":"i","z":1}', '{"a":1,"b":2,"image":"i","tasks":[],"c":3}']
+    bad = ['{"$schema":"x"}', '{"$schema":"x","image":1}', '{"x":1,"image":"i","inner":{"a":"s"}}']
+    for text in good:
+        validator.validate(json.loads(text))
+        assert accepts_text(g, text), text
+    for text in bad:
+        assert not validator.is_valid(json.loads(text)), text
+        assert not accepts_text(g, text), text
+    nested = '{"image":"i","inner":{"z":1,"a":2}}'  # valid, but an extra member first below the top level
+    assert validator.is_valid(json.loads(nested)) and not accepts_text(g, nested)
