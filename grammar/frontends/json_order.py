@@ -4,9 +4,9 @@
 schema lists them, as OpenAI's structured outputs, xgrammar and llguidance do; since issue 39
 (measured: docs/grammar.md "Property order") it also takes an object with its required members
 first, in the order `required` lists them (then the names a oneOf of `required` lists), then the
-optional ones in declared order (`declared_order_graph`); extra members may also come before the
-first declared member of the document's top-level object (EXTRA_FIRST: a "$schema" header) and
-around the required names no property declares; objects of at most SMALL_ANY_ORDER members in any order is there too,
+optional ones in declared order (`declared_order_graph`); up to HEADER_MEMBERS extra members may
+also come before the first declared member of the document's top-level object (EXTRA_FIRST: a
+"$schema" header), and extra members around the required names no property declares; objects of at most SMALL_ANY_ORDER members in any order is there too,
 off (0) by measurement: 1-2 more of 1,000 dev instances for 1.5x the compile p50. `any` accepts every
 order: the members graph then has a state per set of declared members written so far (each
 member at most once, the closing brace only once every required one is in), extra members
@@ -28,8 +28,9 @@ MAX_ANY_ORDER_SIZE = 20_000  # NFA states the copies of members may take, in all
 # The default ("declared") policy, measured in issue 39 (docs/grammar.md "Property order"):
 SMALL_ANY_ORDER = 0  # objects of 2..this many members in any order (within MAX_ANY_ORDER_SIZE); 0: none (measured)
 REQUIRED_FIRST = True  # larger ones also with their required members first, in `required`'s order
-EXTRA_FIRST = True  # the document's top-level object: extra members also before its first declared one
-# (a header such as "$schema"; measured in issue 39's fifth pass: grammar/README.md)
+EXTRA_FIRST = True  # the document's top-level object: a header of extra members before its first declared one
+# (such as "$schema"; measured in issue 39's fifth pass: grammar/README.md)
+HEADER_MEMBERS = 2  # at most this many (unbounded, a sampler that writes extra members may never reach the required ones)
 REF_COPY_SIZE = 200  # a rule the NFA builder may inline at each use (automaton/nfa.py COMPACT_RULE_SIZE)
 
 
@@ -145,8 +146,8 @@ def members_graph(members: list[tuple[Node, bool]], extra: Node | None, comma: N
     member comes after `lead` (the whitespace after `{`), the others after a comma; extra members
     after the last one, and also before each member from `extra_from` on (the required names no
     property declares, which json_objects.py puts last: they and the extra members in any mix, the
-    required ones in their order), and before the first member with `extra_first`. `nonempty`: no
-    empty object (minProperties 1)."""
+    required ones in their order), and with `extra_first` up to HEADER_MEMBERS of them before the
+    first member. `nonempty`: no empty object (minProperties 1)."""
     n = len(members)
     first = list(range(n + 1))
     rest = [n + 1 + i for i in range(n + 1)]
@@ -164,11 +165,14 @@ def members_graph(members: list[tuple[Node, bool]], extra: Node | None, comma: N
     if extra is not None:
         edges += [(first[n], pre[n], lead), (rest[n], pre[n], comma), (pre[n], rest[n], extra)]
     num_states = 3 * n + 4
-    at = set(range(extra_from, n)) if extra_from is not None else set()
-    if extra_first and n:
-        at.add(0)
-    if extra is not None:
-        for i in sorted(at):  # an extra member before member i: its own pre state
+    if extra is not None and extra_from is not None:
+        for i in range(extra_from, n):  # an extra member before member i: its own pre state
             edges += [(first[i], num_states, lead), (rest[i], num_states, comma), (num_states, rest[i], extra)]
             num_states += 1
+    if extra is not None and extra_first and n:  # a header: 1..HEADER_MEMBERS extra members, then the members
+        before, sep = first[0], lead
+        for _ in range(HEADER_MEMBERS):
+            edges += [(before, num_states, sep), (num_states, num_states + 1, extra), (num_states + 1, rest[0], None)]
+            before, sep = num_states + 1, comma
+            num_states += 2
     return Graph(num_states, tuple(edges), (end,))

@@ -83,3 +83,9 @@ def test_extra_members_before_the_top_level_declared_ones(whitespace):
         assert not accepts_text(g, text), text
     nested = '{"image":"i","inner":{"z":1,"a":2}}'  # valid, but an extra member first below the top level
     assert validator.is_valid(json.loads(nested)) and not accepts_text(g, nested)
+
+
+def test_the_header_is_short():
+    g = grammar.compile_json_schema(HEADER, VOCAB)
+    three = '{"a":1,"b":2,"c":3,"image":"i"}'  # valid, but three extra members before the first declared one
+    assert jsonschema.Draft7Validator(HEADER).is_valid(json.loads(three)) and not accepts_text(g, three)
