@@ -30,7 +30,7 @@ SMALL_ANY_ORDER = 0  # objects of 2..this many members in any order (within MAX_
 REQUIRED_FIRST = True  # larger ones also with their required members first, in `required`'s order
 EXTRA_FIRST = True  # the document's top-level object: a header of extra members before its first declared one
 # (such as "$schema"; measured in issue 39's fifth pass: grammar/README.md)
-HEADER_MEMBERS = 2  # at most this many (unbounded, a sampler that writes extra members may never reach the required ones)
+HEADER_MEMBERS = 1  # at most this many (unbounded, a sampler that writes extra members may never reach the required ones)
 REF_COPY_SIZE = 200  # a rule the NFA builder may inline at each use (automaton/nfa.py COMPACT_RULE_SIZE)
 
 
