@@ -4,9 +4,9 @@
 schema lists them, as OpenAI's structured outputs, xgrammar and llguidance do; since issue 39
 (measured: docs/grammar.md "Property order") it also takes an object with its required members
 first, in the order `required` lists them (then the names a oneOf of `required` lists), then the
-optional ones in declared order (`declared_order_graph`); up to HEADER_MEMBERS extra members may
-also come before the first declared member of the document's top-level object (EXTRA_FIRST: a
-"$schema" header), and extra members around the required names no property declares; objects of at most SMALL_ANY_ORDER members in any order is there too,
+optional ones in declared order (`declared_order_graph`); extra members around the required names
+no property declares; up to HEADER_MEMBERS extra members before the first declared member of the
+document's top-level object (EXTRA_FIRST: a "$schema" header) is there too, off by measurement; objects of at most SMALL_ANY_ORDER members in any order is there too,
 off (0) by measurement: 1-2 more of 1,000 dev instances for 1.5x the compile p50. `any` accepts every
 order: the members graph then has a state per set of declared members written so far (each
 member at most once, the closing brace only once every required one is in), extra members
@@ -28,8 +28,9 @@ MAX_ANY_ORDER_SIZE = 20_000  # NFA states the copies of members may take, in all
 # The default ("declared") policy, measured in issue 39 (docs/grammar.md "Property order"):
 SMALL_ANY_ORDER = 0  # objects of 2..this many members in any order (within MAX_ANY_ORDER_SIZE); 0: none (measured)
 REQUIRED_FIRST = True  # larger ones also with their required members first, in `required`'s order
-EXTRA_FIRST = True  # the document's top-level object: a header of extra members before its first declared one
-# (such as "$schema"; measured in issue 39's fifth pass: grammar/README.md)
+EXTRA_FIRST = False  # the document's top-level object: a header of extra members before its first declared one
+# (such as "$schema"); off by measurement (issue 39's fifth pass, grammar/README.md): +2 of 400 on a fresh
+# seed for compile p50 +7-9 %, mask p99 +3-20 % and mask p50 up to 2x (first masks of each document)
 HEADER_MEMBERS = 1  # at most this many (unbounded, a sampler that writes extra members may never reach the required ones)
 REF_COPY_SIZE = 200  # a rule the NFA builder may inline at each use (automaton/nfa.py COMPACT_RULE_SIZE)
 

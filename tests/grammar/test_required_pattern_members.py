@@ -12,6 +12,7 @@ import jsonschema
 import pytest
 
 import grammar
+from grammar.frontends import json_order
 from tests.grammar.conftest import byte_vocab
 from tests.grammar.helpers import accepts_text
 
@@ -68,10 +69,12 @@ HEADER = {"$schema": "http://json-schema.org/draft-07/schema#", "$ref": "#/defin
 
 
 @pytest.mark.parametrize("whitespace", ["compact", "flexible"])
-def test_extra_members_before_the_top_level_declared_ones(whitespace):
-    """The document's top-level object (the root, or the $ref it is) also takes an extra member
-    before its first declared one (a "$schema" header); nested objects keep declared order."""
-    g = grammar.compile_json_schema(HEADER, VOCAB, whitespace=whitespace)
+def test_extra_members_before_the_top_level_declared_ones(whitespace, monkeypatch):
+    """With json_order.EXTRA_FIRST (off by default) the document's top-level object (the root, or
+    the $ref it is) also takes an extra member before its first declared one (a "$schema" header);
+    nested objects keep declared order."""
+    monkeypatch.setattr(json_order, "EXTRA_FIRST", True)
+    g = grammar.compile_json_schema({**HEADER, "title": f"header {whitespace}"}, VOCAB, whitespace=whitespace)
     validator = jsonschema.Draft7Validator(HEADER)
     good = ['{"$schema":"x","image":"i","tasks":[]}', '{"image":"i","z":1}', '{"a":1,"image":"i","tasks":[],"c":3}']
     bad = ['{"$schema":"x"}', '{"$schema":"x","image":1}', '{"x":1,"image":"i","inner":{"a":"s"}}']
@@ -85,7 +88,13 @@ def test_extra_members_before_the_top_level_declared_ones(whitespace):
     assert validator.is_valid(json.loads(nested)) and not accepts_text(g, nested)
 
 
-def test_the_header_is_short():
-    g = grammar.compile_json_schema(HEADER, VOCAB)
+def test_the_header_is_short(monkeypatch):
+    monkeypatch.setattr(json_order, "EXTRA_FIRST", True)
+    g = grammar.compile_json_schema({**HEADER, "title": "short header"}, VOCAB)
     two = '{"a":1,"b":2,"image":"i"}'  # valid, but two extra members before the first declared one
     assert jsonschema.Draft7Validator(HEADER).is_valid(json.loads(two)) and not accepts_text(g, two)
+
+
+def test_no_header_by_default():
+    g = grammar.compile_json_schema({**HEADER, "title": "no header"}, VOCAB)
+    assert accepts_text(g, '{"image":"i","z":1}') and not accepts_text(g, '{"$schema":"x","image":"i"}')
