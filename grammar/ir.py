@@ -263,3 +263,29 @@ def node_size(node: Node, rules: dict[str, Node], memo: dict[int, int]) -> int:
         size = node.num_states + sum(node_size(e, rules, memo) for _, _, e in node.edges if e is not None)
     memo[key] = size
     return size
+
+
+def accepts_empty(node: Node, rules: dict[str, Node] | None = None) -> bool:
+    """Whether `node` takes the empty string (a rule reference: by its rule in `rules`, else True,
+    the answer that claims nothing)."""
+    kind = type(node)
+    if kind is Bytes:
+        return False
+    if kind is Seq:
+        return all(accepts_empty(i, rules) for i in node.items)
+    if kind is Alt:
+        return any(accepts_empty(i, rules) for i in node.items)
+    if kind is Repeat:
+        return node.min == 0 or accepts_empty(node.item, rules)
+    if kind is Ref:
+        return True if rules is None or node.name not in rules else accepts_empty(rules[node.name], None)
+    seen, todo = {0}, [0]  # a Graph: a state reached from 0 by edges that take the empty string
+    while todo:
+        state = todo.pop()
+        if state in node.finals:
+            return True
+        for a, b, label in node.edges:
+            if a == state and b not in seen and (label is None or accepts_empty(label, rules)):
+                seen.add(b)
+                todo.append(b)
+    return False

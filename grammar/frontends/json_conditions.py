@@ -12,6 +12,7 @@ and "holds a property with another value". Any other condition raises a GrammarE
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from grammar.errors import GrammarError
@@ -65,6 +66,8 @@ def negate(cond: Any, where: str) -> list[Any]:
     if not isinstance(cond, dict):
         raise GrammarError(f"{where}: a schema must be an object or a boolean")
     keys = set(cond)
+    if keys == {"anyOf"} and isinstance(cond["anyOf"], list) and cond["anyOf"]:
+        return _negate_any_of(cond["anyOf"], where)
     if keys == {"type"}:
         return _other_types(_types(cond["type"], where), where)
     if len(keys & set(_FLIP)) == 1 and keys <= set(_FLIP) | {"type"}:
@@ -81,6 +84,22 @@ def negate(cond: Any, where: str) -> list[Any]:
 
 
 _STRING_KEYS = ("pattern", "minLength", "maxLength")
+MAX_NEGATED_PRODUCT = 16  # schemas in the negation of an anyOf (a product of its branches' negations)
+
+
+def _negate_any_of(branches: list[Any], where: str) -> list[Any]:
+    """not (A or B) = not A and not B: the union of each choice of one schema from every
+    branch's negation (their conjunction); the same branch twice once."""
+    unique = list({json.dumps(b, sort_keys=True, default=str): b for b in branches}.values())
+    out: list[Any] = [True]
+    for i, branch in enumerate(unique):
+        negations = negate(branch, f"{where}/anyOf/{i}")
+        out = [n if o is True else {"allOf": [o, n]} for o in out for n in negations]
+        if len(out) > MAX_NEGATED_PRODUCT:
+            raise GrammarError(f"{where}: the negation of this anyOf has too many parts to state")
+        if not out:
+            return []
+    return out
 
 
 def _negate_string(cond: dict[str, Any], where: str) -> list[Any]:

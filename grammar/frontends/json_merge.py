@@ -46,7 +46,8 @@ def check_keywords(schema: dict[str, Any], where: str) -> None:
     for key in schema:
         if key in UNSUPPORTED:
             raise GrammarError(f"{where}/{key}: keyword {key!r} is not supported")
-    if schema.get("uniqueItems") is True and not (isinstance(schema.get("maxItems"), int) and schema["maxItems"] <= 1):
+    if schema.get("uniqueItems") is True and not (isinstance(schema.get("maxItems"), int) and schema["maxItems"] <= 1) \
+            and not isinstance(schema.get("items"), dict):  # items of a few values: json_unique.py decides
         raise GrammarError(f"{where}/uniqueItems: keyword 'uniqueItems' is not supported")
 
 
@@ -161,17 +162,22 @@ def _merge_two(a: dict[str, Any], b: dict[str, Any], where: str) -> dict[str, An
         # which the merged properties and patterns say exactly. With additionalProperties in a part,
         # a name that only the other part's patterns match would need that part's extra schema too.
         raise GrammarError(f"{where}/allOf: patternProperties merged with other object keywords is not supported")
-    if b.get("additionalProperties") is False or a.get("additionalProperties") is False:
-        closed = b if b.get("additionalProperties") is False else a
-        declared, patterns = set(closed.get("properties", {})), list(closed.get("patternProperties", {}))
+    for part in (a, b):  # a part's additionalProperties holds for the names only the other part declares
+        extra = part.get("additionalProperties")
+        if extra is None or extra is True or "properties" not in out:
+            continue
+        declared, patterns = set(part.get("properties", {})), list(part.get("patternProperties", {}))
 
-        def allowed(name: str) -> bool:  # by the closed part: declared, or matched by one of its patterns
+        def allowed(name: str) -> bool:  # by this part: declared, or matched by one of its patterns
             return name in declared or any(_search(p, name) for p in patterns)
 
-        props = out.get("properties", {})
-        out["properties"] = {k: v for k, v in props.items() if allowed(k)}
-        if any(not allowed(r) for r in out.get("required", [])):
-            out["type"] = []
+        props = out["properties"]
+        if extra is False:
+            out["properties"] = {k: v for k, v in props.items() if allowed(k)}
+            if any(not allowed(r) for r in out.get("required", [])):
+                out["type"] = []
+        else:
+            out["properties"] = {k: v if allowed(k) else {"allOf": [v, extra]} for k, v in props.items()}
     return out
 
 

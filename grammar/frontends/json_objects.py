@@ -6,12 +6,13 @@ from typing import Any, Protocol
 
 from grammar.errors import GrammarError
 from grammar.frontends.json_closed import closes_object, closes_tuple
-from grammar.frontends.json_merge import FORBID
+from grammar.frontends.json_merge import FORBID, ONE_OF_REQUIRED
 from grammar.frontends.json_names import property_names
 from grammar.frontends.json_order import any_order_graph, declared_order_graph, members_graph as _members_graph, required_first_order
 from grammar.frontends.json_patterns import extra_member, matching, pattern_schemas
 from grammar.frontends.json_presence import escape, presence_graph, presence_rule
 from grammar.frontends.json_text import json_string
+from grammar.frontends.json_unique import unique_array_node
 from grammar.ir import EMPTY, NOTHING, Graph, Node, Repeat, alt, is_nothing, lit, node_size, opt, seq
 from grammar.time_limit import check_time_limit
 
@@ -27,6 +28,7 @@ class SchemaCompiler(Protocol):
     strict: bool  # close objects and tuples (grammar/frontends/json_closed.py)
     property_order: str  # "declared" or "any" (grammar/frontends/json_order.py)
     order_budget: list[int]  # what any-order objects may still copy (json_order.py MAX_ANY_ORDER_SIZE)
+    top: set[str]  # pointers of the document's top-level value (json_order.py EXTRA_FIRST)
 
     def node(self, schema: Any, where: str) -> Node: ...
 
@@ -101,7 +103,9 @@ def object_node(sc: SchemaCompiler, schema: dict[str, Any], where: str) -> Node:
             if key in schema and not nonempty:
                 raise GrammarError(f"{where}/{key}: not supported together with dependencies or a oneOf of required")
         body = presence_graph(members, member_names, extra, comma, rule, where, ws, lead, nonempty)
-        order = required_first_order(sc, members, member_names, required, extra, ws) if sc.property_order == "declared" else None
+        # required first: `required`'s names, then those a oneOf of `required` lists (one of them is)
+        first = [*required, *[n for group in schema.get(ONE_OF_REQUIRED, []) for names_ in group for n in names_]]
+        order = required_first_order(sc, members, member_names, first, extra, ws) if sc.property_order == "declared" else None
         if order is not None and not is_nothing(body):
             # the same rule over the members with the required ones first (json_order.py)
             body = alt(body, presence_graph([members[i] for i in order], [member_names[i] for i in order], extra, comma,
@@ -119,7 +123,9 @@ def object_node(sc: SchemaCompiler, schema: dict[str, Any], where: str) -> Node:
         elif lo <= num_required and (hi is None or (extra is None and hi >= len(members))):
             # the counts follow from the properties
             if sc.property_order == "declared":
-                body = declared_order_graph(sc, members, member_names, required, extra, comma, ws, lead)
+                undeclared = [i for i, name in enumerate(member_names) if name not in props and not closed]
+                body = declared_order_graph(sc, members, member_names, required, extra, comma, ws, lead,
+                                            undeclared[0] if undeclared else None, where in sc.top)
             else:
                 body = (any_order_graph(members, extra, comma, ws, sc.order_budget, lead)
                         if len(members) > 1 else None) or _members_graph(members, extra, comma, lead)
@@ -201,6 +207,8 @@ def array_node(sc: SchemaCompiler, schema: dict[str, Any], where: str) -> Node:
     hi = _count(schema, "maxItems", where)
     if hi is not None and hi < lo:
         return NOTHING
+    if schema.get("uniqueItems") is True and (hi is None or hi > 1):
+        return unique_array_node(sc, schema, where, lo, hi)  # raises unless the items are a few values
     elements = [sc.node(s, f"{where}/prefixItems/{i}") for i, s in enumerate(prefix)]
     rest = sc.node(True if items is None else items, rest_where)
     comma = seq(sc.ws, lit(","), sc.ws)

@@ -4,8 +4,11 @@ An instance is valid under `oneOf` when exactly one branch validates it. Each br
 compiled with what it allows of each JSON type narrowed so that none of it is valid under any
 other branch j (the validity of j is judged as a validator does: a branch without `type` accepts
 every type its keywords do not constrain): enum values valid under another branch are dropped;
-an object is made to hold a discriminating property whose values j rejects, or to lack a
-property j requires; a non-empty array is kept when its items cannot be j's; a string is
+an object is made to hold a discriminating property whose values j rejects (or whose values
+under j are a finite set ours rejects), to hold a property a closed j never allows (declared or
+matched by its patterns), to lack a property j requires, is a closed non-empty object whose names
+a closed j never holds, or has a property j gives a schema (declared or by a pattern) narrowed
+the same way one level down (MAX_NESTED_NARROWING); a non-empty array is kept when its items cannot be j's; a string is
 kept outside j's regular language (grammar/frontends/regular.py); numbers by their bounds. A
 type of branch i for which no such narrowing is found is left out of branch i: the grammar then
 allows fewer instances than `oneOf`, never an invalid one.
@@ -13,14 +16,17 @@ allows fewer instances than `oneOf`, never an invalid one.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from grammar.errors import GrammarError
 from grammar.frontends.json_closed import closed_copy, closes_object
 from grammar.frontends.json_merge import ANNOTATIONS, EXCLUDE_STRINGS, FORBID, merge_all, one_of_disjoint
+from grammar.frontends.json_patterns import names_apart
 
 ALL_TYPES = frozenset({"null", "boolean", "object", "array", "string", "num"})
 _STRING_KEYS = {"pattern", "minLength", "maxLength", "enum", "const"}
+MAX_NESTED_NARROWING = 2  # levels of properties inside properties a branch is narrowed at
 
 
 def _kind(t: str) -> str:
@@ -68,6 +74,7 @@ class OneOf:
         self.alts = [self._alternatives(b, f"{where}/{i}") for i, b in enumerate(branches)]  # as validators read them
         self.own = [self._alternatives(b, f"{where}/{i}", own=True) for i, b in enumerate(branches)]  # to compile
         self._checkers: dict[int, Any] = {}
+        self.depth = 0  # properties narrowed inside properties (_narrow_member)
 
     def narrowed(self) -> list[Any]:
         """The branches to compile as an anyOf (an anyOf inside a branch: each of its alternatives)."""
@@ -158,10 +165,19 @@ class OneOf:
         required, other_required = set(branch.get("required", [])), set(other.get("required", []))
         strict = self.sc.strict
         closed = other.get("additionalProperties") is False or closes_object(other, strict)
-        if closed and "patternProperties" not in other:
+        patterns = other.get("patternProperties")
+        if closed and (patterns is None or (other.get("additionalProperties") is False and isinstance(patterns, dict))):
             allowed = set(other_props) | (other_required if other.get("additionalProperties") is not False else set())
+            if patterns:  # a name its patterns match (as validators search them) is allowed too
+                allowed |= {name for name in [*required, *props] if _matched(patterns, name)}
             if required - allowed:
                 return True  # holds a property the other branch never allows
+            never = [name for name in props if name not in allowed]
+            if never:  # made to hold one (the first declared): a subset of its objects, none of them the other's
+                branch["required"] = [*branch.get("required", []), never[0]]
+                return True
+        if closed and other.get("additionalProperties") is False and self._names_apart(branch, other):
+            return True  # a non-empty object whose names the other never allows
         for name, sub in props.items():  # a discriminator: values the other branch rejects
             sub = self._merged(sub)
             values = _values(sub) if isinstance(sub, dict) else None
@@ -169,9 +185,69 @@ class OneOf:
                 if name not in required:
                     branch["required"] = [*branch.get("required", []), name]
                 return True
+        for name, sub in other_props.items():  # the other way round: the other's finite values, none of them ours
+            sub = self._merged(sub)
+            values = _values(sub) if isinstance(sub, dict) else None
+            if values and name in props and not any(self._valid_sub(j, props[name], v) for v in values):
+                if name not in required and name not in other_required:
+                    branch["required"] = [*branch.get("required", []), name]
+                return True
         missing = sorted(other_required - required)
         if missing:  # lacking a property the other branch requires
             branch[FORBID] = [*branch.get(FORBID, []), missing[0]]
+            return True
+        return self._narrow_member(branch, other, j)
+
+    def _names_apart(self, branch: dict[str, Any], other: dict[str, Any]) -> bool:
+        """True when `branch` is a closed, non-empty object whose names (declared or by its patterns)
+        `other` (closed too) neither declares nor matches by a pattern."""
+        patterns, other_patterns = branch.get("patternProperties", {}), other.get("patternProperties", {})
+        if branch.get("additionalProperties") is not False or not isinstance(patterns, dict) \
+                or not isinstance(other_patterns, dict):  # fmt: skip
+            return False
+        minimum = branch.get("minProperties", 0)
+        if not branch.get("required") and not (isinstance(minimum, int) and minimum >= 1):
+            return False
+        return names_apart(list(branch.get("properties", {})), patterns, list(other.get("properties", {})),
+                           other_patterns, self.where)
+
+    def _narrow_member(self, branch: dict[str, Any], other: dict[str, Any], j: int) -> bool:
+        """A property of ours that the other also gives a schema (declared, or by a pattern that
+        matches its name), narrowed as a branch is, one level down (MAX_NESTED_NARROWING levels at
+        most), so that none of its values is valid under that schema (an anyOf or oneOf there read
+        as the anyOf of its alternatives: a superset); it is then required where the other does not
+        require it (an object without it would be valid there)."""
+        if self.depth >= MAX_NESTED_NARROWING:
+            return False
+        props, other_props = branch.get("properties", {}), other.get("properties", {})
+        patterns = other.get("patternProperties") if isinstance(other.get("patternProperties"), dict) else {}
+        for name in props:
+            theirs = other_props.get(name)
+            if theirs is None:
+                theirs = next((sub for p, sub in patterns.items() if isinstance(name, str) and _searches(p, name)), None)
+            mine = self._merged(props[name])
+            if theirs is None or not isinstance(mine, dict) or _values(mine) is not None:
+                continue
+            if any(k in mine for k in ("anyOf", "oneOf", "not")):
+                continue
+            theirs = self._merged(theirs)
+            alternatives = self._alternatives(theirs, self.where) if isinstance(theirs, dict) else [theirs]
+            if any(not isinstance(a, dict) and a is not False for a in alternatives):
+                continue
+            narrowed = dict(mine)
+            self.depth += 1
+            try:
+                kinds = list(dict.fromkeys(_kind(t) for t in self.sc.types(narrowed, self.where)))
+                kept = [k for k in kinds if all(self._narrow_alt(narrowed, k, a, j) for a in alternatives)]
+            finally:
+                self.depth -= 1
+            if not kept:
+                continue
+            narrowed["type"] = [t for t in self.sc.types(mine, self.where) if _kind(t) in kept]
+            narrowed.pop("nullable", None)
+            branch["properties"] = {**props, name: narrowed}
+            if name not in other.get("required", []) and name not in branch.get("required", []):
+                branch["required"] = [*branch.get("required", []), name]
             return True
         return False
 
@@ -225,6 +301,27 @@ class OneOf:
         body = {**base, **defs} if isinstance(base, dict) else base
         validator = jsonschema.validators.validator_for(root if isinstance(root, dict) else {})
         return validator(closed_copy(body) if self.sc.strict else body)
+
+
+def _searches(pattern: str, name: str) -> bool:
+    try:
+        return re.search(pattern, name) is not None
+    except re.error:
+        return False
+
+
+def _matched(patterns: dict[str, Any], name: Any) -> bool:
+    """Whether a patternProperties pattern matches `name` (re.search, as validators do); a pattern
+    Python cannot read matches, so that the name is never taken for one the branch refuses."""
+    if not isinstance(name, str):
+        return True
+    for pattern in patterns:
+        try:
+            if re.search(pattern, name):
+                return True
+        except re.error:
+            return True
+    return False
 
 
 def _is_valid(checker: Any, value: Any) -> bool:

@@ -3,8 +3,10 @@
 `declared` (the default) emits, and so accepts, an object's declared properties in the order the
 schema lists them, as OpenAI's structured outputs, xgrammar and llguidance do; since issue 39
 (measured: docs/grammar.md "Property order") it also takes an object with its required members
-first, in the order `required` lists them, then the optional ones in declared order
-(`declared_order_graph`); objects of at most SMALL_ANY_ORDER members in any order is there too,
+first, in the order `required` lists them (then the names a oneOf of `required` lists), then the
+optional ones in declared order (`declared_order_graph`); extra members around the required names
+no property declares; up to HEADER_MEMBERS extra members before the first declared member of the
+document's top-level object (EXTRA_FIRST: a "$schema" header) is there too, off by measurement; objects of at most SMALL_ANY_ORDER members in any order is there too,
 off (0) by measurement: 1-2 more of 1,000 dev instances for 1.5x the compile p50. `any` accepts every
 order: the members graph then has a state per set of declared members written so far (each
 member at most once, the closing brace only once every required one is in), extra members
@@ -26,6 +28,10 @@ MAX_ANY_ORDER_SIZE = 20_000  # NFA states the copies of members may take, in all
 # The default ("declared") policy, measured in issue 39 (docs/grammar.md "Property order"):
 SMALL_ANY_ORDER = 0  # objects of 2..this many members in any order (within MAX_ANY_ORDER_SIZE); 0: none (measured)
 REQUIRED_FIRST = True  # larger ones also with their required members first, in `required`'s order
+EXTRA_FIRST = False  # the document's top-level object: a header of extra members before its first declared one
+# (such as "$schema"); off by measurement (issue 39's fifth pass, grammar/README.md): +2 of 400 on a fresh
+# seed for compile p50 +7-9 %, mask p99 +3-20 % and mask p50 up to 2x (first masks of each document)
+HEADER_MEMBERS = 1  # at most this many (unbounded, a sampler that writes extra members may never reach the required ones)
 REF_COPY_SIZE = 200  # a rule the NFA builder may inline at each use (automaton/nfa.py COMPACT_RULE_SIZE)
 
 
@@ -92,7 +98,8 @@ def _copy_size(node: Node, memo: dict[int, int]) -> int:
 
 
 def declared_order_graph(sc, members: list[tuple[Node, bool]], names: list[str], required: list, extra: Node | None,
-                         comma: Node, ws: Node, lead: Node | None) -> Node:
+                         comma: Node, ws: Node, lead: Node | None, extra_from: int | None = None,
+                         top: bool = False) -> Node:
     """The default policy's members: an object of 2..SMALL_ANY_ORDER members in any order (within
     the schema's copy budget; none by default); others in declared order, or with the required members first
     in the order `required` lists them and then the optional ones in declared order (a second copy
@@ -105,7 +112,8 @@ def declared_order_graph(sc, members: list[tuple[Node, bool]], names: list[str],
         graph = any_order_graph(members, extra, comma, ws, sc.order_budget, lead)
         if graph is not None:
             return sc.shared(graph)  # (an enclosing presence graph counts it once, as a $ref)
-    declared = members_graph(members, extra, comma, lead)
+    shared_extra = sc.shared(extra) if extra is not None and extra_from is not None and extra_from < n else extra
+    declared = members_graph(members, shared_extra, comma, lead, extra_from=extra_from, extra_first=EXTRA_FIRST and top)
     order = required_first_order(sc, members, names, required, extra, ws)
     if order is None:
         return declared
@@ -133,11 +141,14 @@ def required_first_order(sc, members: list[tuple[Node, bool]], names: list[str],
 
 
 def members_graph(members: list[tuple[Node, bool]], extra: Node | None, comma: Node, lead: Node | None = None,
-                  nonempty: bool = False) -> Node:
+                  nonempty: bool = False, extra_from: int | None = None, extra_first: bool = False) -> Node:
     """Members in the order given. States first_i / rest_i: at member i with nothing / something
     emitted so far; pre_i is shared by both so that each member's value is built once. The first
     member comes after `lead` (the whitespace after `{`), the others after a comma; extra members
-    after the last one. `nonempty`: no empty object (minProperties 1)."""
+    after the last one, and also before each member from `extra_from` on (the required names no
+    property declares, which json_objects.py puts last: they and the extra members in any mix, the
+    required ones in their order), and with `extra_first` up to HEADER_MEMBERS of them before the
+    first member. `nonempty`: no empty object (minProperties 1)."""
     n = len(members)
     first = list(range(n + 1))
     rest = [n + 1 + i for i in range(n + 1)]
@@ -154,4 +165,15 @@ def members_graph(members: list[tuple[Node, bool]], extra: Node | None, comma: N
     edges.append((rest[n], end, None))
     if extra is not None:
         edges += [(first[n], pre[n], lead), (rest[n], pre[n], comma), (pre[n], rest[n], extra)]
-    return Graph(3 * n + 4, tuple(edges), (end,))
+    num_states = 3 * n + 4
+    if extra is not None and extra_from is not None:
+        for i in range(extra_from, n):  # an extra member before member i: its own pre state
+            edges += [(first[i], num_states, lead), (rest[i], num_states, comma), (num_states, rest[i], extra)]
+            num_states += 1
+    if extra is not None and extra_first and n:  # a header: 1..HEADER_MEMBERS extra members, then the members
+        before, sep = first[0], lead
+        for _ in range(HEADER_MEMBERS):
+            edges += [(before, num_states, sep), (num_states, num_states + 1, extra), (num_states + 1, rest[0], None)]
+            before, sep = num_states + 1, comma
+            num_states += 2
+    return Graph(num_states, tuple(edges), (end,))

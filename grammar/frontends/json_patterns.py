@@ -21,10 +21,11 @@ from grammar.frontends.json_presence import escape
 from grammar.frontends.json_keys import key_excluding
 from grammar.frontends.json_text import canonical_text, json_char, quoted
 from grammar.frontends.regex import regex_to_node
-from grammar.frontends.regular import Dfa, intersect, minus, to_dfa, to_node
+from grammar.frontends.regular import Dfa, intersect, minus, to_dfa, to_node, unbounded
 from grammar.frontends.unicode import ALL_CHARS
 from grammar.ir import NOTHING, Node, Repeat, alt, is_nothing, lit, seq
 
+WIDEN_REPEATS_OVER = 16  # _unmatched_names: counted repeats past this many taken unbounded, where needed
 MAX_MIXED_PATTERNS = 4  # overlapping patterns with different schemas: one case per subset of them that match
 
 
@@ -70,9 +71,7 @@ def extra_member(sc: Any, patterns: dict[str, Any], extra_schema: Any, names: li
     if extra_schema is not False:
         value = sc.node(extra_schema, f"{where}/additionalProperties")
         if not is_nothing(value):
-            other = _any_name()
-            for pattern in patterns:
-                other = minus(other, _language(pattern, f"{where}/patternProperties", wide=True))
+            other = _unmatched_names(patterns, f"{where}/patternProperties")
             cases.append((to_node(minus(other, _names(names))), value))
     members = [seq(quoted(keys), ws, lit(":"), ws, value) for keys, value in cases if not is_nothing(keys) and not is_nothing(value)]
     return alt(*members) if members else None
@@ -85,9 +84,7 @@ def _named_extra(sc: Any, patterns: dict[str, Any], extra_schema: Any, names: li
     if extra_schema is not False:
         value = sc.node(extra_schema, f"{where}/additionalProperties")
         if not is_nothing(value):
-            other = _any_name()
-            for pattern in patterns:
-                other = minus(other, _language(pattern, f"{where}/patternProperties", wide=True))
+            other = _unmatched_names(patterns, f"{where}/patternProperties")
             cases.append((to_node(minus(other, _names(names))), value))
     members = []
     for keys, value in cases:
@@ -151,6 +148,21 @@ def _overlapping(patterns: list[str], wide: dict[str, Dfa]) -> list[list[str]]:
     return list(groups.values())
 
 
+def _unmatched_names(patterns: dict[str, Any], where: str) -> Dfa:
+    """The names no pattern matches (outside each one's widened language). Where a pattern's
+    counted repeat makes that difference too large (`^/[/.\\w-]{0,254}$`), its repeats of more
+    than WIDEN_REPEATS_OVER are taken unbounded first: a larger language subtracted, so fewer extra
+    names, each still matched by no pattern (a subset of the valid objects, never a wider one)."""
+    other = _any_name()
+    for pattern in patterns:
+        try:
+            other = minus(other, _language(pattern, where, wide=True))
+        except GrammarError:
+            node = regex_to_node(pattern, json_char, f"{where}/{escape(pattern)}", search=True, wide=True)
+            other = minus(other, to_dfa(unbounded(node, WIDEN_REPEATS_OVER)))
+    return other
+
+
 def _language(pattern: str, where: str, wide: bool) -> Dfa:
     return to_dfa(regex_to_node(pattern, json_char, f"{where}/{escape(pattern)}", search=True, wide=wide))
 
@@ -162,3 +174,18 @@ def _any_name() -> Dfa:
 def _names(names: list[str]) -> Dfa:
     """The declared names, in every canonical encoding."""
     return to_dfa(alt(*[canonical_text(n) for n in names]) if names else NOTHING)
+
+
+def names_apart(names: list[str], patterns: dict[str, Any], other_names: list[str], other_patterns: dict[str, Any],
+                where: str) -> bool:
+    """True when no name is both one of `names` or matched by `patterns` and one of `other_names`
+    or matched by `other_patterns` (each pattern by its widened language: a superset of what a
+    validator matches); False also when the languages are too large to compare."""
+    def language(declared: list[str], pats: dict[str, Any]) -> Dfa:
+        return to_dfa(alt(*[canonical_text(n) for n in declared if isinstance(n, str)],
+                          *[regex_to_node(p, json_char, f"{where}/{escape(p)}", search=True, wide=True) for p in pats]))
+
+    try:
+        return intersect(language(names, patterns), language(other_names, other_patterns)).is_empty()
+    except GrammarError:
+        return False

@@ -13,6 +13,7 @@ from grammar.frontends.json_merge import (ANNOTATIONS, FORBID, ONE_OF_REQUIRED, 
                                  required_only, resolve_pointer)
 from grammar.frontends.json_closed import closed_copy
 from grammar.frontends.json_conditions import hoist_condition, if_then_else, negate
+from grammar.frontends.json_drafts import as_validated
 from grammar.frontends.json_numbers import integer_node, number_node
 from grammar.frontends.json_one_of import narrow_one_of
 from grammar.frontends.json_order import MAX_ANY_ORDER_SIZE, check_property_order
@@ -39,7 +40,7 @@ class SchemaCompiler:
     `property_order` is "declared" or "any" (grammar/frontends/json_order.py)."""
 
     def __init__(self, root: Any, whitespace_mode: str, strict: bool = False, property_order: str = "declared") -> None:
-        self.root = root
+        self.root = as_validated(root)  # draft 3-7: `$ref` hides its siblings (json_drafts.py)
         self.strict = strict
         self.property_order = check_property_order(property_order)
         self.order_budget = [MAX_ANY_ORDER_SIZE]
@@ -52,6 +53,7 @@ class SchemaCompiler:
         self.pending: list[tuple[str, Any, str]] = []
         self.noted_formats: set[str] = set()  # pointers of unknown formats logged
         self.num_shared = 0  # rules made by `shared`
+        self.top = {""}  # pointers of the document's top-level value: the root, the $ref targets it is
 
     def compile(self) -> Grammar:
         grammar = self.finish(self.node(self.root, ""))
@@ -100,11 +102,16 @@ class SchemaCompiler:
             raise GrammarError(f"{where or '/'}: a schema must be an object or a boolean")
         if "if" in schema or "then" in schema or "else" in schema:
             return self.node(if_then_else(schema, where), where)
+        if "unevaluatedProperties" in schema:
+            return self.node(unevaluated_as_additional(self.root, schema, where), where)
         check_keywords(schema, where)
         if "$ref" in schema:
             rest = {k: v for k, v in schema.items() if k not in ANNOTATIONS and k != "$ref"}
             if not rest:
-                return self.ref(_ref_target(schema["$ref"], where), where)
+                target = _ref_target(schema["$ref"], where)
+                if where in self.top:
+                    self.top.add(target)
+                return self.ref(target, where)
         if "$ref" in schema or "allOf" in schema:
             hoisted = hoist_condition(schema, where)
             if hoisted is not None:
@@ -387,6 +394,31 @@ def split_dependency(schema: dict[str, Any], where: str) -> dict[str, Any] | Non
             present = {**rest, "required": [*rest.get("required", []), trigger]}
             return {"anyOf": [absent, {"allOf": [present, need]}]}
     return None
+
+
+# What an object's in-place parts may hold for unevaluatedProperties to be additionalProperties:
+# no applicator that evaluates properties only where it validates (anyOf, oneOf, if, dependentSchemas)
+# and no negation.
+_CONDITIONAL_EVALUATION = frozenset({"anyOf", "oneOf", "not", "if", "then", "else", "dependencies", "dependentSchemas",
+                                     "unevaluatedItems", ONE_OF_REQUIRED})  # fmt: skip
+
+
+def unevaluated_as_additional(root: Any, schema: dict[str, Any], where: str) -> Any:
+    """`unevaluatedProperties` where it says what `additionalProperties` would: the schema and its
+    `allOf`/`$ref` parts merged (each part must validate, so each evaluates its properties and
+    pattern members) hold no applicator that evaluates only where it validates; then the names left
+    unevaluated are those no part declares or matches by a pattern, and none when a part has
+    `additionalProperties` (it evaluates every name). GrammarError otherwise."""
+    rest = {k: v for k, v in schema.items() if k != "unevaluatedProperties"}
+    merged = merge_all(root, rest, where)
+    if merged is False:
+        return False
+    if set(merged) & _CONDITIONAL_EVALUATION:
+        raise GrammarError(f"{where}/unevaluatedProperties: keyword 'unevaluatedProperties' is not supported beside "
+                           f"anyOf, oneOf, not, if or dependencies")  # fmt: skip
+    if "additionalProperties" not in merged:
+        merged["additionalProperties"] = schema["unevaluatedProperties"]
+    return merged
 
 
 def _numeric_format(schema: dict[str, Any], where: str) -> str | None:

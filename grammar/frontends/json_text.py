@@ -10,8 +10,8 @@ from typing import Any
 from grammar.errors import GrammarError
 from grammar.frontends.json_merge import EXCLUDE_STRINGS
 from grammar.frontends.regular import Dfa, counted, intersect, minus, to_dfa, to_node
-from grammar.ir import (NOTHING, EMPTY, Bytes, Grammar, Graph, Node, Ref, Repeat, alt, byte_set, lit, merge_ranges, opt, seq,
-                        star, subtract_ranges)  # fmt: skip
+from grammar.ir import (NOTHING, EMPTY, Bytes, Grammar, Graph, Node, Ref, Repeat, accepts_empty, alt, byte_set, lit,
+                        merge_ranges, opt, seq, star, subtract_ranges)  # fmt: skip
 from grammar.frontends.json_numbers import number_node
 from grammar.frontends.regex import Ranges, regex_to_node
 from grammar.frontends.unicode import ALL_CHARS, FRAGMENT_CACHE, codepoint_ranges_to_node
@@ -166,6 +166,8 @@ def string_body(schema: dict[str, Any], where: str, char: Node, memo: dict[str, 
     if fmt is not None:
         parts.append(("format", regex_to_node(fmt, json_char, f"{where}/format")))
     excluded = schema.get(EXCLUDE_STRINGS, [])
+    if min_len == 1 and max_len is None and parts and not accepts_empty(parts[0][1]):
+        min_len = 0  # `minLength: 1` beside a pattern that takes no empty string: no intersection to build
     if min_len or max_len is not None:
         if not parts and not excluded:
             return Repeat(char, min_len, max_len)

@@ -224,16 +224,27 @@ def regex_to_node(pattern: str, char_node: Callable[[Ranges], Node] = codepoint_
     node = parser.parse()
     ends = _end_anchors(node) if parser.has_anchors else (node, False, False)
     anything = Repeat(char_node(ALL_CHARS), 0, None)
+    if ends is None and isinstance(node, Alt):
+        # `^$|^(...)$`: each alternative anchored at its own ends only, one alternative at a time
+        # (a text matches the alternation where it matches one of them), no marker automaton
+        options = [_end_anchors(option) for option in node.items]
+        if all(o is not None for o in options):
+            return alt(*[_anchored(o, search, anything) for o in options])
     if ends is not None:
-        node, start_anchor, end_anchor = ends
-        if not search:
-            return node
-        return seq(*([] if start_anchor else [anything]), node, *([] if end_anchor else [anything]))
+        return _anchored(ends, search, anything)
     around = (anything, node, anything) if search else (node,)
     try:
         return to_node(between(to_dfa(seq(Repeat(START, 0, 1), *around, Repeat(END, 0, 1))), 0xFE, 0xFF))
     except GrammarError as exc:
         raise GrammarError(f"{where}: regex {pattern!r}: anchors inside the pattern: {exc}") from None
+
+
+def _anchored(ends: tuple[Node, bool, bool], search: bool, anything: Node) -> Node:
+    """The language of a pattern anchored only at its ends (`_end_anchors`'s answer)."""
+    node, start_anchor, end_anchor = ends
+    if not search:
+        return node
+    return seq(*([] if start_anchor else [anything]), node, *([] if end_anchor else [anything]))
 
 
 def _end_anchors(node: Node) -> tuple[Node, bool, bool] | None:

@@ -375,3 +375,22 @@ def _coreachable(dfa: Dfa, reach: set[int]) -> set[int]:
                 live.add(p)
                 todo.append(p)
     return live
+
+
+def unbounded(node: Node, over: int) -> Node:
+    """`node` with each repeat of more than `over` optional copies taken without its upper bound:
+    a superset of its language, whose automaton does not count (to subtract a larger language
+    where the exact one is too large to build)."""
+    if isinstance(node, Repeat):
+        item = unbounded(node.item, over)
+        if node.max is not None and node.max - node.min > over:
+            return Repeat(item, node.min, None)
+        return Repeat(item, node.min, node.max) if item is not node.item else node
+    if isinstance(node, Seq):
+        return Seq(tuple(unbounded(i, over) for i in node.items))
+    if isinstance(node, Alt):
+        return Alt(tuple(unbounded(i, over) for i in node.items))
+    if isinstance(node, Graph):
+        edges = tuple((a, b, None if e is None else unbounded(e, over)) for a, b, e in node.edges)
+        return Graph(node.num_states, edges, node.finals)
+    return node
