@@ -23,6 +23,13 @@ _PRIOR_SCALE = (1.0, 16.0, 128.0)
 _PRIOR_WEIGHT = 0.5 / 0.05**2  # half a step of ~50 ms
 _MIN_STEPS_SEEN = 8  # steps with decode rows and steps with prompt tokens before the fit is used
 
+# Requests waiting for their first token, per decoding row, that the plain ratio serves; beyond it
+# the ratio grows with the queue. Sixteen agents starting at once with 1,500-token prompts left one
+# stream decoding beside fifteen prompts fed ~17 tokens a step (TTFT p50 3.6 s against vLLM's 0.3 s);
+# 4 lifts that to 1.5 s and leaves benchmarks/serve.py's closed loops as they were (1 grew the
+# bursts there: TTFT p50 at 16 streams 294 -> 571 ms). docs/kernels-and-cpu-speed.md has the runs.
+QUEUE_PER_DECODE = 4
+
 
 class PrefillPacer:
     """Learns a step's costs online; answers the prompt-token budget of the next step."""
@@ -65,13 +72,17 @@ class PrefillPacer:
     def learned(self) -> bool:
         return self._seen_decode >= _MIN_STEPS_SEEN and self._seen_prefill >= _MIN_STEPS_SEEN
 
-    def budget(self, num_decode: int) -> int:
-        """Prompt tokens the next step may take beside `num_decode` decode rows."""
+    def budget(self, num_decode: int, num_waiting: int = 0) -> int:
+        """Prompt tokens the next step may take beside `num_decode` decode rows while `num_waiting`
+        requests wait for their first token. A queue longer than QUEUE_PER_DECODE x the decoding
+        rows scales the ratio by how much longer it is: a few decoding streams must not hold a
+        crowd of prompts to a few tokens a step (see QUEUE_PER_DECODE)."""
         a, b, c = self.costs
         decode_s = a + b * num_decode
         if not self.learned or c <= 0 or decode_s <= 0:
             return self.fallback_tokens
-        return max(self.min_tokens, int(self.stall_ratio * decode_s / c))
+        ratio = self.stall_ratio * max(1.0, num_waiting / (QUEUE_PER_DECODE * max(1, num_decode)))
+        return max(self.min_tokens, int(ratio * decode_s / c))
 
 
 def _det3(m: list[list[float]]) -> float:

@@ -127,7 +127,8 @@ class Scheduler:
         if not num_decoding:
             return self.max_num_batched_tokens
         if self.pacer is not None:
-            return min(self.pacer.budget(num_decoding), self.max_num_batched_tokens)
+            num_waiting = len(self.waiting) + len(self.running) - num_decoding  # no first token yet
+            return min(self.pacer.budget(num_decoding, num_waiting), self.max_num_batched_tokens)
         return cap
 
     def _spec_ids(self, request: Request, num_new: int, budget: int) -> list[int]:

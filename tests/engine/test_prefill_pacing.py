@@ -8,7 +8,7 @@ import pytest
 
 from engine import LLM
 from engine.kv_cache import KVCacheManager
-from engine.prefill_pacing import PrefillPacer
+from engine.prefill_pacing import QUEUE_PER_DECODE, PrefillPacer
 from engine.request import Request
 from engine.scheduler import Scheduler
 from schemas.engine import SamplingParams
@@ -37,6 +37,15 @@ def test_the_fit_recovers_the_step_costs_and_the_budget_follows_the_ratio():
     for rows in (4, 16, 64):
         assert pacer.budget(rows) == pytest.approx(2.0 * cost(rows, 0) / C, abs=2)
     assert pacer.budget(4) < pacer.budget(16) < pacer.budget(64)  # more rows decoding, a longer step to share
+
+
+def test_a_queue_much_longer_than_the_decode_batch_widens_the_budget():
+    pacer = PrefillPacer(stall_ratio=2.0, min_tokens=1)
+    feed(pacer)
+    plain = pacer.budget(2)
+    assert pacer.budget(2, num_waiting=QUEUE_PER_DECODE * 2) == plain  # up to the threshold: the ratio as set
+    assert pacer.budget(2, num_waiting=QUEUE_PER_DECODE * 2 * 3) == pytest.approx(3 * plain, abs=2)
+    assert pacer.budget(64, num_waiting=30) == pacer.budget(64)  # a big batch with a short queue: unchanged
 
 
 def test_noisy_steps_still_give_a_budget_near_the_truth():
@@ -94,6 +103,12 @@ def test_the_scheduler_gives_prompts_what_the_pacer_allows_while_others_decode()
     assert out.req_ids == ["a", "b"] and out.num_scheduled_tokens == [1, allowed]
     assert (out.num_decode_tokens, out.num_prefill_tokens) == (1, allowed)  # what the core reports to the pacer
     assert allowed == int(cost(1, 0) / pacer.costs[2]) and allowed < 128  # not the fixed cap
+    for i in range(3 * QUEUE_PER_DECODE):  # a crowd arrives while one stream decodes
+        s.add(_req(f"w{i}", 2000 + 400 * i, 300))
+    s.update(out, {"a": 8})
+    out = s.schedule()
+    waiting = 1 + 3 * QUEUE_PER_DECODE  # b is still in its prompt
+    assert out.num_prefill_tokens == pacer.budget(1, waiting) > allowed
 
 
 def test_the_engine_paces_by_default_on_cpu_and_a_cap_alone_turns_it_off(tiny_llama_dir):
