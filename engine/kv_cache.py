@@ -148,6 +148,18 @@ class KVCacheManager:
         state.num_registered = len(hit_ids)
         return len(hit_ids) * self.block_size
 
+    def cached_prefix_len(self, request_id: str, token_ids: list[int]) -> int:
+        """Tokens of a waiting request's prompt the cache holds now, taking nothing (the admission
+        order asks; find_cached_prefix takes them at admission). Its hashes are kept for then."""
+        if not self.enable_prefix_caching:
+            return 0
+        n = 0
+        for block_hash in self._hashes(self.reqs.setdefault(request_id, _ReqBlocks()), token_ids, len(token_ids) - 1):
+            if block_hash not in self.pool.cached:
+                break
+            n += 1
+        return n * self.block_size
+
     def allocate(self, request_id: str, token_ids: list[int], num_computed: int, num_new: int) -> list[int] | None:
         """Grows the request's blocks to hold num_computed + num_new tokens.
 

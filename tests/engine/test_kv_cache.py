@@ -65,3 +65,21 @@ def test_prefix_caching_off_never_hits():
     kv.free("a")
     assert kv.find_cached_prefix("b", p) == 0
     kv.free("b")
+
+
+def test_cached_prefix_len_looks_without_taking():
+    kv = KVCacheManager(num_blocks=8, block_size=4)
+    a = list(range(9))
+    kv.find_cached_prefix("a", a)
+    kv.allocate("a", a, 0, 9)
+    kv.free("a")  # its two full blocks stay cached, free to evict
+    b = list(range(8)) + [50, 51, 52, 53, 54]
+    free = kv.num_free_blocks
+    assert kv.cached_prefix_len("b", b) == 8
+    assert kv.num_free_blocks == free  # nothing taken: the blocks can still be evicted
+    assert kv.find_cached_prefix("b", b) == 8  # what admission then takes
+    kv.free("b")
+    assert kv.cached_prefix_len("c", list(range(100, 120))) == 0
+    kv.free("c")
+    off = KVCacheManager(num_blocks=8, block_size=4, enable_prefix_caching=False)
+    assert off.cached_prefix_len("a", a) == 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import time
 
 import pytest
 
@@ -126,3 +127,43 @@ def test_the_engine_paces_by_default_on_cpu_and_a_cap_alone_turns_it_off(tiny_ll
     assert [o.token_ids for o in capped.generate(prompts, params)] == first  # pacing changes no token
     off = LLM(tiny_llama_dir, max_model_len=256, num_kv_blocks=64, prefill_stall_ratio=0)
     assert off.core.scheduler.pacer is None
+
+
+def test_with_the_pacer_the_prompt_that_finishes_first_is_admitted_first_aged_by_its_wait():
+    pacer = PrefillPacer(stall_ratio=1.0)
+    feed(pacer)
+    kv = KVCacheManager(256, 4)
+    s = Scheduler(kv, 8, 64, 1024, pacer=pacer)
+    # a finished turn leaves its prompt cached; the next turn shares it
+    s.add(_req("turn1", 1, 200, max_tokens=1))
+    while s.has_work():
+        out = s.schedule()
+        s.update(out, {rid: 0 for rid in out.req_ids if s.requests[rid].num_computed_tokens + 1 >= s.requests[rid].num_tokens})
+    now = time.time()
+    cold = _req("cold", 5000, 300)
+    cold.arrival_time = now - 0.01
+    turn2 = Request("turn2", list(range(1, 201)) + [7, 8, 9], SamplingParams(max_tokens=8), 8, frozenset({0}))
+    turn2.arrival_time = now
+    s.add(cold)
+    s.add(turn2)
+    out = s.schedule()
+    assert out.req_ids[0] == "turn2"  # 3 uncached tokens beat 300, though it came later
+    assert s.requests["turn2"].num_cached_tokens >= 196
+    # a long prompt that has waited longer than its own prefill time goes first
+    s2 = Scheduler(KVCacheManager(256, 4), 8, 16, 1024, pacer=pacer)
+    old = _req("old", 1, 300)
+    old.arrival_time = now - 300 * pacer.costs[2] - 1.0
+    short = _req("short", 9000, 4)
+    short.arrival_time = now
+    s2.add(old)
+    s2.add(short)
+    assert s2.schedule().req_ids[0] == "old"
+    # without the pacer: first come, first served
+    s3 = Scheduler(KVCacheManager(256, 4), 8, 16, 1024)
+    s3.add(_req("long", 1, 300))
+    s3.add(_req("tiny", 9000, 4))
+    assert s3.schedule().req_ids[0] == "long"
+    for sched in (s, s2, s3):
+        for rid in list(sched.requests):
+            sched.finish(sched.requests[rid], "abort")
+        assert sched.kv.num_free_blocks == sched.kv.num_blocks
