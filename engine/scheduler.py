@@ -2,9 +2,10 @@
 
 Pure Python. Running requests are served first (decodes and unfinished prefill chunks);
 waiting requests are admitted while the budget, `max_num_seqs` and the block pool allow: FCFS,
-or with the pacer the prompt that would finish soonest, aged by its wait (`_next_waiting`). While any request is decoding, prompt tokens (chunks and admissions) get what the
-pacer allows (engine/prefill_pacing.py: at most a set multiple of the decode rows' own cost,
-learned from the steps) or, without one, at most `max_prefill_tokens_while_decoding` of a step,
+or with the pacer the prompt that would finish soonest, aged by its wait (`_next_waiting`).
+While any request is decoding, prompt tokens (chunks and admissions) get what the pacer
+allows (engine/prefill_pacing.py: at most a set multiple of the decode rows' own cost, learned
+from the steps) or, without one, at most `max_prefill_tokens_while_decoding` of a step,
 so that a long prefill never holds every decoding stream for a whole large step; with nobody
 decoding they get the whole budget.
 When blocks run out, the most recently admitted running request is preempted by recompute:
