@@ -134,13 +134,7 @@ class KVCacheManager:
         state = self.reqs.setdefault(request_id, _ReqBlocks())
         if not self.enable_prefix_caching:
             return 0
-        hashes = self._hashes(state, token_ids, len(token_ids) - 1)
-        hit_ids = []
-        for block_hash in hashes:
-            block_id = self.pool.cached.get(block_hash)
-            if block_id is None:
-                break
-            hit_ids.append(block_id)
+        hit_ids = self._cached_ids(state, token_ids)
         self.num_queried_tokens += len(token_ids)
         self.num_hit_tokens += len(hit_ids) * self.block_size
         self.pool.touch(hit_ids)
@@ -148,17 +142,22 @@ class KVCacheManager:
         state.num_registered = len(hit_ids)
         return len(hit_ids) * self.block_size
 
+    def _cached_ids(self, state: _ReqBlocks, token_ids: list[int]) -> list[int]:
+        """The cached blocks of the longest cached prefix, leaving at least one token to compute."""
+        hit_ids = []
+        for block_hash in self._hashes(state, token_ids, len(token_ids) - 1):
+            block_id = self.pool.cached.get(block_hash)
+            if block_id is None:
+                break
+            hit_ids.append(block_id)
+        return hit_ids
+
     def cached_prefix_len(self, request_id: str, token_ids: list[int]) -> int:
         """Tokens of a waiting request's prompt the cache holds now, taking nothing (the admission
         order asks; find_cached_prefix takes them at admission). Its hashes are kept for then."""
         if not self.enable_prefix_caching:
             return 0
-        n = 0
-        for block_hash in self._hashes(self.reqs.setdefault(request_id, _ReqBlocks()), token_ids, len(token_ids) - 1):
-            if block_hash not in self.pool.cached:
-                break
-            n += 1
-        return n * self.block_size
+        return len(self._cached_ids(self.reqs.setdefault(request_id, _ReqBlocks()), token_ids)) * self.block_size
 
     def allocate(self, request_id: str, token_ids: list[int], num_computed: int, num_new: int) -> list[int] | None:
         """Grows the request's blocks to hold num_computed + num_new tokens.

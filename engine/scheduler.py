@@ -2,7 +2,7 @@
 
 Pure Python. Running requests are served first (decodes and unfinished prefill chunks);
 waiting requests are admitted while the budget, `max_num_seqs` and the block pool allow: FCFS,
-or with the pacer the prompt that would finish soonest, aged by its wait (`_next_waiting`).
+or with the pacer the prompt that would finish soonest, aged by its wait (`_admission_order`).
 While any request is decoding, prompt tokens (chunks and admissions) get what the pacer
 allows (engine/prefill_pacing.py: at most a set multiple of the decode rows' own cost, learned
 from the steps) or, without one, at most `max_prefill_tokens_while_decoding` of a step,
@@ -17,7 +17,6 @@ rejected ones are taken back out of its computed tokens.
 
 from __future__ import annotations
 
-import itertools
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -199,27 +198,31 @@ class Scheduler:
         out.freed_req_ids, self.freed_req_ids = self.freed_req_ids, []
         return out
 
-    def _next_waiting(self) -> Request:
-        """The waiting request to admit next. FCFS without a pacer; with one (the CPU default) the
-        prompt that would finish soonest, aged: the least (uncached prompt tokens x the learned
-        cost of a prompt token - seconds waited) among the first ADMIT_WINDOW, so that an agent's
-        next turn, its prefix cached, does not wait behind fifteen cold 1,500-token prompts, and
-        a long prompt is passed over for at most about its own prefill time. Preempted requests
-        (put back at the front) go first."""
-        first = self.waiting[0]
-        if self.pacer is None or not self.pacer.learned or len(self.waiting) == 1 or first.num_preemptions:
-            return first
+    def _admission_order(self) -> list[Request]:
+        """The waiting requests in the order to admit them, worked out once a step. FCFS without a
+        pacer; with one (the CPU default) preempted requests (put back at the front) first, then
+        the first ADMIT_WINDOW by the least (uncached prompt tokens x the learned cost of a prompt
+        token - seconds waited), then the rest: an agent's next turn, its prefix cached, does not
+        wait behind fifteen cold 1,500-token prompts, and a long prompt is passed over for at most
+        about its own prefill time."""
+        order = list(self.waiting)
+        if self.pacer is None or not self.pacer.learned or len(order) < 2:
+            return order
         cost, now = self.pacer.costs[2], time.time()
+        resumed = [r for r in order if r.num_preemptions]
+        window = [r for r in order[:ADMIT_WINDOW] if not r.num_preemptions]
 
         def key(request: Request) -> float:
             uncached = request.num_tokens - self.kv.cached_prefix_len(request.request_id, request.all_token_ids)
             return uncached * cost - (now - request.arrival_time)
 
-        return min(itertools.islice(self.waiting, ADMIT_WINDOW), key=key)
+        window.sort(key=key)
+        return resumed + window + [r for r in order[ADMIT_WINDOW:] if not r.num_preemptions]
 
     def _admit(self, out: SchedulerOutput, scheduled: list, budget: int) -> int:
-        while self.waiting and budget > 0 and len(self.running) < self.max_num_seqs:
-            request = self._next_waiting()
+        for request in self._admission_order():
+            if budget <= 0 or len(self.running) >= self.max_num_seqs:
+                break
             if request.num_computed_tokens == 0 and request.prompt_logprobs is None:  # cached tokens get no logits
                 request.num_computed_tokens = self.kv.find_cached_prefix(request.request_id, request.all_token_ids)
             num_new = self._num_new(request, budget)
