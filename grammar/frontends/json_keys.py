@@ -11,11 +11,12 @@ from grammar.frontends.unicode import FRAGMENT_CACHE, codepoint_ranges_to_node
 from grammar.ir import Bytes, Graph, Node, alt, lit, merge_ranges, subtract_ranges
 
 
-def key_excluding(names: list[str], char: Node) -> Node:
+def key_excluding(names: list[str], char: Node, prefix: str = "") -> Node:
     """A quoted key whose raw bytes spell none of `names` (escapes only after diverging): a trie
     of the names whose nodes may also leave for `free` (any key text), `close` or, from nodes
-    with only ASCII children, `multi` (a multi-byte character, then free)."""
-    trie = _key_trie(names)
+    with only ASCII children, `multi` (a multi-byte character, then free). With `prefix` (plain
+    ASCII), only keys that begin with it, written as it is."""
+    trie = _key_trie([n[len(prefix):] for n in names if n.startswith(prefix)])
     children, ends, mid_char, byte_in = trie.children, trie.ends, trie.mid_char, trie.byte_in
     free, close, multi = len(children), len(children) + 1, len(children) + 2
     start = len(children) + 3  # Graph state 0 must be the start: the trie's root is numbered `start`
@@ -41,7 +42,7 @@ def key_excluding(names: list[str], char: Node) -> Node:
             edges.append((at, free, firsts))
         if all(b < 0x80 for b in kids):  # any multi-byte character through the shared state
             edges.append((at, multi, None))
-    edges.append((0, start, quote))
+    edges.append((0, start, lit('"' + prefix) if prefix else quote))
     return Graph(len(children) + 4, tuple(edges), (close,))
 
 

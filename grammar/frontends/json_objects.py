@@ -8,8 +8,9 @@ from grammar.errors import GrammarError
 from grammar.frontends.json_closed import closes_object, closes_tuple
 from grammar.frontends.json_merge import FORBID, ONE_OF_REQUIRED
 from grammar.frontends.json_names import property_names
+from grammar.frontends import json_order
 from grammar.frontends.json_order import any_order_graph, declared_order_graph, members_graph as _members_graph, required_first_order
-from grammar.frontends.json_patterns import extra_member, matching, pattern_schemas
+from grammar.frontends.json_patterns import extra_members, matching, pattern_schemas
 from grammar.frontends.json_presence import escape, presence_graph, presence_rule
 from grammar.frontends.json_text import json_string
 from grammar.frontends.json_unique import unique_array_node
@@ -28,7 +29,7 @@ class SchemaCompiler(Protocol):
     strict: bool  # close objects and tuples (grammar/frontends/json_closed.py)
     property_order: str  # "declared" or "any" (grammar/frontends/json_order.py)
     order_budget: list[int]  # what any-order objects may still copy (json_order.py MAX_ANY_ORDER_SIZE)
-    top: set[str]  # pointers of the document's top-level value (json_order.py EXTRA_FIRST)
+    top: set[str]  # pointers of the document's top-level value (json_order.py HEADER_FIRST)
 
     def node(self, schema: Any, where: str) -> Node: ...
 
@@ -94,7 +95,10 @@ def object_node(sc: SchemaCompiler, schema: dict[str, Any], where: str) -> Node:
         key = lit(json_string(name) + ":") if ws is EMPTY else seq(lit(json_string(name)), ws, COLON, ws)
         members.append((seq(key, value), name in required))
         member_names.append(name)
-    extra = extra_member(sc, patterns, extra_schema, names + [f for f in forbid if f not in names], where, name_lang)
+    # a `$` header before the declared members of the document's top-level object (json_order.HEADER_FIRST)
+    header = json_order.HEADER_FIRST and where in sc.top and sc.property_order == "declared"
+    extra, header = extra_members(sc, patterns, extra_schema, names + [f for f in forbid if f not in names], where,
+                                  name_lang, header)
     comma = seq(ws, lit(","), ws)
     lead = None if ws is EMPTY else ws  # the whitespace after `{`, on the first member's edge (see below)
     if rule:
@@ -125,7 +129,7 @@ def object_node(sc: SchemaCompiler, schema: dict[str, Any], where: str) -> Node:
             if sc.property_order == "declared":
                 undeclared = [i for i, name in enumerate(member_names) if name not in props and not closed]
                 body = declared_order_graph(sc, members, member_names, required, extra, comma, ws, lead,
-                                            undeclared[0] if undeclared else None, where in sc.top)
+                                            undeclared[0] if undeclared else None, header)
             else:
                 body = (any_order_graph(members, extra, comma, ws, sc.order_budget, lead)
                         if len(members) > 1 else None) or _members_graph(members, extra, comma, lead)

@@ -5,8 +5,9 @@ schema lists them, as OpenAI's structured outputs, xgrammar and llguidance do; s
 (measured: docs/grammar.md "Property order") it also takes an object with its required members
 first, in the order `required` lists them (then the names a oneOf of `required` lists), then the
 optional ones in declared order (`declared_order_graph`); extra members around the required names
-no property declares; up to HEADER_MEMBERS extra members before the first declared member of the
-document's top-level object (EXTRA_FIRST: a "$schema" header) is there too, off by measurement; objects of at most SMALL_ANY_ORDER members in any order is there too,
+no property declares; up to HEADER_MEMBERS extra members whose names start with `$` before the
+first declared member of the document's top-level object (HEADER_FIRST: a "$schema" header, as
+configuration files write it); objects of at most SMALL_ANY_ORDER members in any order is there too,
 off (0) by measurement: 1-2 more of 1,000 dev instances for 1.5x the compile p50. `any` accepts every
 order: the members graph then has a state per set of declared members written so far (each
 member at most once, the closing brace only once every required one is in), extra members
@@ -28,9 +29,10 @@ MAX_ANY_ORDER_SIZE = 20_000  # NFA states the copies of members may take, in all
 # The default ("declared") policy, measured in issue 39 (docs/grammar.md "Property order"):
 SMALL_ANY_ORDER = 0  # objects of 2..this many members in any order (within MAX_ANY_ORDER_SIZE); 0: none (measured)
 REQUIRED_FIRST = True  # larger ones also with their required members first, in `required`'s order
-EXTRA_FIRST = False  # the document's top-level object: a header of extra members before its first declared one
-# (such as "$schema"); off by measurement (issue 39's fifth pass, grammar/README.md): +2 of 400 on a fresh
-# seed for compile p50 +7-9 %, mask p99 +3-20 % and mask p50 up to 2x (first masks of each document)
+HEADER_FIRST = True  # the document's top-level object: a header of extra members named `$...` before its first
+# declared one ("$schema"); measured (grammar/README.md, issue 39): +2 of 400 on seed 11, +2 of the 1,000. Any
+# extra name there instead (the fifth pass) gained the same for a mask p50 up to 2x: every document's first
+# key was then a union with all other names, while a `$` header leaves the first key's trie at its first byte.
 HEADER_MEMBERS = 1  # at most this many (unbounded, a sampler that writes extra members may never reach the required ones)
 REF_COPY_SIZE = 200  # a rule the NFA builder may inline at each use (automaton/nfa.py COMPACT_RULE_SIZE)
 
@@ -99,25 +101,27 @@ def _copy_size(node: Node, memo: dict[int, int]) -> int:
 
 def declared_order_graph(sc, members: list[tuple[Node, bool]], names: list[str], required: list, extra: Node | None,
                          comma: Node, ws: Node, lead: Node | None, extra_from: int | None = None,
-                         top: bool = False) -> Node:
+                         header: Node | None = None) -> Node:
     """The default policy's members: an object of 2..SMALL_ANY_ORDER members in any order (within
     the schema's copy budget; none by default); others in declared order, or with the required members first
     in the order `required` lists them and then the optional ones in declared order (a second copy
     of the members, within the budget too); extra members (additionalProperties,
-    patternProperties) after the declared ones. Each object it takes is one `any` takes: a subset
-    of the valid objects. (Extra members before declared ones too were measured and dropped: 2 of
-    1,000 dev instances more, mask p99 6x, the key tries of extra names at every member.)"""
+    patternProperties) after the declared ones, and `header` (the document's top-level object: a
+    `$` member, json_patterns.header_member) before the first. Each object it takes is one `any`
+    takes: a subset of the valid objects. (Extra members before every declared one were measured
+    and dropped: 2 of 1,000 dev instances more, mask p99 6x, the key tries of extra names at every
+    member.)"""
     n = len(members)
     if 1 < n <= SMALL_ANY_ORDER:
         graph = any_order_graph(members, extra, comma, ws, sc.order_budget, lead)
         if graph is not None:
             return sc.shared(graph)  # (an enclosing presence graph counts it once, as a $ref)
     shared_extra = sc.shared(extra) if extra is not None and extra_from is not None and extra_from < n else extra
-    declared = members_graph(members, shared_extra, comma, lead, extra_from=extra_from, extra_first=EXTRA_FIRST and top)
+    declared = members_graph(members, shared_extra, comma, lead, extra_from=extra_from, header=header)
     order = required_first_order(sc, members, names, required, extra, ws)
     if order is None:
         return declared
-    return sc.shared(alt(declared, members_graph([members[i] for i in order], extra, comma, lead)))
+    return sc.shared(alt(declared, members_graph([members[i] for i in order], extra, comma, lead, header=header)))
 
 
 def required_first_order(sc, members: list[tuple[Node, bool]], names: list[str], required: list, extra: Node | None,
@@ -141,14 +145,14 @@ def required_first_order(sc, members: list[tuple[Node, bool]], names: list[str],
 
 
 def members_graph(members: list[tuple[Node, bool]], extra: Node | None, comma: Node, lead: Node | None = None,
-                  nonempty: bool = False, extra_from: int | None = None, extra_first: bool = False) -> Node:
+                  nonempty: bool = False, extra_from: int | None = None, header: Node | None = None) -> Node:
     """Members in the order given. States first_i / rest_i: at member i with nothing / something
     emitted so far; pre_i is shared by both so that each member's value is built once. The first
     member comes after `lead` (the whitespace after `{`), the others after a comma; extra members
     after the last one, and also before each member from `extra_from` on (the required names no
     property declares, which json_objects.py puts last: they and the extra members in any mix, the
-    required ones in their order), and with `extra_first` up to HEADER_MEMBERS of them before the
-    first member. `nonempty`: no empty object (minProperties 1)."""
+    required ones in their order), and up to HEADER_MEMBERS `header` members (extra members of a
+    narrower name language: json_patterns.header_member) before the first member. `nonempty`: no empty object (minProperties 1)."""
     n = len(members)
     first = list(range(n + 1))
     rest = [n + 1 + i for i in range(n + 1)]
@@ -170,10 +174,10 @@ def members_graph(members: list[tuple[Node, bool]], extra: Node | None, comma: N
         for i in range(extra_from, n):  # an extra member before member i: its own pre state
             edges += [(first[i], num_states, lead), (rest[i], num_states, comma), (num_states, rest[i], extra)]
             num_states += 1
-    if extra is not None and extra_first and n:  # a header: 1..HEADER_MEMBERS extra members, then the members
+    if header is not None and n:  # 1..HEADER_MEMBERS header members, then the members
         before, sep = first[0], lead
         for _ in range(HEADER_MEMBERS):
-            edges += [(before, num_states, sep), (num_states, num_states + 1, extra), (num_states + 1, rest[0], None)]
+            edges += [(before, num_states, sep), (num_states, num_states + 1, header), (num_states + 1, rest[0], None)]
             before, sep = num_states + 1, comma
             num_states += 2
     return Graph(num_states, tuple(edges), (end,))

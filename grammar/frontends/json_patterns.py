@@ -53,33 +53,46 @@ def _canonical(schema: Any) -> str:
     return "true" if schema == {} else json.dumps(schema, sort_keys=True)
 
 
-def extra_member(sc: Any, patterns: dict[str, Any], extra_schema: Any, names: list[str], where: str,
-                 name_lang: Dfa | None = None) -> Node | None:
-    """One member whose name is none of `names` (None: no such member is allowed), and in
-    `name_lang` when given (propertyNames: grammar/frontends/json_names.py); `sc` is the schema
-    compiler (grammar/frontends/json_objects.py SchemaCompiler)."""
+def extra_members(sc: Any, patterns: dict[str, Any], extra_schema: Any, names: list[str], where: str,
+                  name_lang: Dfa | None = None, header: bool = False) -> tuple[Node | None, Node | None]:
+    """(one member whose name is none of `names`, and in `name_lang` when given (propertyNames:
+    grammar/frontends/json_names.py); with `header`, that member when its name starts with `$` too:
+    a document's header, "$schema", "$id", "$comment"), each None where no such member is allowed;
+    `sc` is the schema compiler (grammar/frontends/json_objects.py SchemaCompiler)."""
     ws = sc.ws
-    if name_lang is not None:
-        return _named_extra(sc, patterns, extra_schema, names, where, name_lang)
-    if not patterns or (extra_schema is not False and {_canonical(s) for s in patterns.values()} == {_canonical(extra_schema)}
-                        and not any(matching(patterns, n) for n in names)):  # fmt: skip
+    if name_lang is None and (
+            not patterns or (extra_schema is not False and {_canonical(s) for s in patterns.values()} == {_canonical(extra_schema)}
+                             and not any(matching(patterns, n) for n in names))):  # fmt: skip
         if extra_schema is False:
-            return None
+            return None, None
         value = sc.node(extra_schema, f"{where}/additionalProperties")
-        return None if is_nothing(value) else seq(key_excluding(names, sc.char), ws, lit(":"), ws, value)
-    cases = _pattern_cases(sc, patterns, names, where)
-    if extra_schema is not False:
-        value = sc.node(extra_schema, f"{where}/additionalProperties")
-        if not is_nothing(value):
-            other = _unmatched_names(patterns, f"{where}/patternProperties")
-            cases.append((to_node(minus(other, _names(names))), value))
-    members = [seq(quoted(keys), ws, lit(":"), ws, value) for keys, value in cases if not is_nothing(keys) and not is_nothing(value)]
-    return alt(*members) if members else None
+        if is_nothing(value):
+            return None, None
+        head = seq(key_excluding(names, sc.char, "$"), ws, lit(":"), ws, value) if header else None
+        return seq(key_excluding(names, sc.char), ws, lit(":"), ws, value), head
+    if name_lang is not None:
+        extra = _named_extra(sc, patterns, extra_schema, names, where, name_lang)
+    else:
+        cases = _pattern_cases(sc, patterns, names, where)
+        if extra_schema is not False:
+            value = sc.node(extra_schema, f"{where}/additionalProperties")
+            if not is_nothing(value):
+                other = _unmatched_names(patterns, f"{where}/patternProperties")
+                cases.append((to_node(minus(other, _names(names))), value))
+        members = [seq(quoted(keys), ws, lit(":"), ws, value) for keys, value in cases
+                   if not is_nothing(keys) and not is_nothing(value)]
+        extra = alt(*members) if members else None
+    if extra is None or not header:
+        return extra, None
+    # a language's DFA for the rest (patterns with other schemas, propertyNames): rare
+    dollar = to_dfa(seq(lit("$"), Repeat(json_char(ALL_CHARS), 0, None)))
+    return extra, _named_extra(sc, patterns, extra_schema, [n for n in names if n.startswith("$")], where,
+                               dollar if name_lang is None else intersect(dollar, name_lang))
 
 
 def _named_extra(sc: Any, patterns: dict[str, Any], extra_schema: Any, names: list[str], where: str,
                  name_lang: Dfa) -> Node | None:
-    """extra_member's cases with each name language intersected with `name_lang`."""
+    """extra_members' cases with each name language intersected with `name_lang`."""
     cases = _pattern_cases(sc, patterns, names, where) if patterns else []
     if extra_schema is not False:
         value = sc.node(extra_schema, f"{where}/additionalProperties")

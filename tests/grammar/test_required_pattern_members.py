@@ -69,32 +69,50 @@ HEADER = {"$schema": "http://json-schema.org/draft-07/schema#", "$ref": "#/defin
 
 
 @pytest.mark.parametrize("whitespace", ["compact", "flexible"])
-def test_extra_members_before_the_top_level_declared_ones(whitespace, monkeypatch):
-    """With json_order.EXTRA_FIRST (off by default) the document's top-level object (the root, or
-    the $ref it is) also takes an extra member before its first declared one (a "$schema" header);
-    nested objects keep declared order."""
-    monkeypatch.setattr(json_order, "EXTRA_FIRST", True)
+def test_a_dollar_header_before_the_top_level_declared_members(whitespace):
+    """By default (json_order.HEADER_FIRST) the document's top-level object (the root, or the $ref
+    it is) also takes one extra member named `$...` before its first declared one (a "$schema"
+    header); other extra names stay after the declared members, and nested objects keep declared
+    order."""
     g = grammar.compile_json_schema({**HEADER, "title": f"header {whitespace}"}, VOCAB, whitespace=whitespace)
     validator = jsonschema.Draft7Validator(HEADER)
-    good = ['{"$schema":"x","image":"i","tasks":[]}', '{"image":"i","z":1}', '{"a":1,"image":"i","tasks":[],"c":3}']
-    bad = ['{"$schema":"x"}', '{"$schema":"x","image":1}', '{"x":1,"image":"i","inner":{"a":"s"}}']
+    good = ['{"$schema":"x","image":"i","tasks":[]}', '{"image":"i","z":1}', '{"$id":{"k":[1]},"image":"i","c":3}']
+    bad = ['{"$schema":"x"}', '{"$schema":"x","image":1}', '{"$schema":"x","image":"i","inner":{"a":"s"}}']
     for text in good:
         validator.validate(json.loads(text))
         assert accepts_text(g, text), text
     for text in bad:
         assert not validator.is_valid(json.loads(text)), text
         assert not accepts_text(g, text), text
-    nested = '{"image":"i","inner":{"z":1,"a":2}}'  # valid, but an extra member first below the top level
-    assert validator.is_valid(json.loads(nested)) and not accepts_text(g, nested)
+    for text in ['{"a":1,"image":"i"}', '{"image":"i","inner":{"$z":1,"a":2}}']:  # valid, not taken: not a `$` header
+        assert validator.is_valid(json.loads(text)) and not accepts_text(g, text), text
 
 
-def test_the_header_is_short(monkeypatch):
-    monkeypatch.setattr(json_order, "EXTRA_FIRST", True)
+def test_the_header_is_short():
     g = grammar.compile_json_schema({**HEADER, "title": "short header"}, VOCAB)
-    two = '{"a":1,"b":2,"image":"i"}'  # valid, but two extra members before the first declared one
+    two = '{"$a":1,"$b":2,"image":"i"}'  # valid, but two extra members before the first declared one
     assert jsonschema.Draft7Validator(HEADER).is_valid(json.loads(two)) and not accepts_text(g, two)
 
 
-def test_no_header_by_default():
+def test_the_header_keeps_closed_objects_and_name_rules():
+    """No header where the object takes no extra member, none beyond what propertyNames or the
+    patterns allow, and a declared `$` name is not taken twice."""
+    closed = {"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": False}
+    g = grammar.compile_json_schema(closed, VOCAB)
+    assert accepts_text(g, '{"a":1}') and not accepts_text(g, '{"$schema":"x","a":1}')
+    named = {"type": "object", "properties": {"a": {"type": "integer"}}, "propertyNames": {"maxLength": 3}}
+    g = grammar.compile_json_schema(named, VOCAB)
+    assert accepts_text(g, '{"$id":"x","a":1}') and not accepts_text(g, '{"$schema":"x","a":1}')
+    typed = {"type": "object", "properties": {"a": {"type": "integer"}},
+             "patternProperties": {"^\\$": {"type": "string"}}}
+    g = grammar.compile_json_schema(typed, VOCAB)
+    assert accepts_text(g, '{"$s":"x","a":1}') and not accepts_text(g, '{"$s":1,"a":1}')
+    declared = {"type": "object", "properties": {"a": {"type": "integer"}, "$schema": {"type": "string"}}}
+    g = grammar.compile_json_schema(declared, VOCAB)
+    assert accepts_text(g, '{"a":1,"$schema":"x"}') and not accepts_text(g, '{"$schema":"x","a":1,"$schema":"y"}')
+
+
+def test_no_header_when_switched_off(monkeypatch):
+    monkeypatch.setattr(json_order, "HEADER_FIRST", False)
     g = grammar.compile_json_schema({**HEADER, "title": "no header"}, VOCAB)
     assert accepts_text(g, '{"image":"i","z":1}') and not accepts_text(g, '{"$schema":"x","image":"i"}')
