@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Union
+from typing import Any, Union
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,22 +247,46 @@ def subtract_ranges(base: tuple[tuple[int, int], ...], minus: tuple[tuple[int, i
     return tuple(out)
 
 
-def node_size(node: Node, rules: dict[str, Node], memo: dict[int, int]) -> int:
-    """Rough count of NFA states that building `node` inline produces (refs count 1)."""
+_SIZES: dict[int, tuple[Node, int]] = {}  # node_size's answers by node identity, the node kept (its id stays its own)
+MAX_KEPT_SIZES = 1 << 17  # then forgotten all at once (the nodes of old compiles with them)
+
+
+def node_size(node: Node, memo: dict[int, int] | None = None) -> int:
+    """Rough count of NFA states that building `node` inline produces (refs count 1). Without
+    `memo`, remembered per node for the process: IR nodes are immutable, and the shared fragments
+    (the `@any` rule, strings' characters, numbers by bounds) were walked again by every compile's
+    NFA builder and at every `shared` check of the front end. A `memo` (seeded, such as whitespace
+    counted as one state) keeps the answers to one call."""
+    if memo is None:
+        if len(_SIZES) >= MAX_KEPT_SIZES:
+            _SIZES.clear()
+        return _kept_size(node)
     key = id(node)
     if key in memo:
         return memo[key]
-    if isinstance(node, Bytes) or isinstance(node, Ref):
-        size = 1
-    elif isinstance(node, (Seq, Alt)):
-        size = 1 + sum(node_size(i, rules, memo) for i in node.items)
-    elif isinstance(node, Repeat):
-        copies = max(node.min, 1) if node.max is None else max(node.max, 1)
-        size = 1 + copies * node_size(node.item, rules, memo)
-    else:
-        size = node.num_states + sum(node_size(e, rules, memo) for _, _, e in node.edges if e is not None)
-    memo[key] = size
+    memo[key] = size = _size_of(node, node_size, memo)
     return size
+
+
+def _kept_size(node: Node) -> int:
+    hit = _SIZES.get(id(node))
+    if hit is not None and hit[0] is node:
+        return hit[1]
+    size = _size_of(node, _kept_size)
+    _SIZES[id(node)] = (node, size)
+    return size
+
+
+def _size_of(node: Node, size: Any, *memo: dict[int, int]) -> int:
+    """node_size of `node` from its children's, each `size(child, *memo)`."""
+    if isinstance(node, Bytes) or isinstance(node, Ref):
+        return 1
+    if isinstance(node, (Seq, Alt)):
+        return 1 + sum(size(i, *memo) for i in node.items)
+    if isinstance(node, Repeat):
+        copies = max(node.min, 1) if node.max is None else max(node.max, 1)
+        return 1 + copies * size(node.item, *memo)
+    return node.num_states + sum(size(e, *memo) for _, _, e in node.edges if e is not None)
 
 
 def accepts_empty(node: Node, rules: dict[str, Node] | None = None) -> bool:

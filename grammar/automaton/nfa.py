@@ -167,7 +167,6 @@ class NfaBuilder:
         self.facts = _rule_facts(grammar, walk)
         self.num_refs = self.facts.counts
         self.recursive = _recursive_rules(self.facts.graph)
-        self.sizes: dict[int, int] = {}
         self.nfa = Nfa()
         self.rule_ids: dict[str, int] = {}
         self.pending: list[str] = []
@@ -222,7 +221,7 @@ class NfaBuilder:
     def is_call(self, name: str) -> bool:
         if name in self.recursive:
             return True
-        big = node_size(self.rules[name], self.rules, self.sizes) > (COMPACT_RULE_SIZE if self.compact else BIG_RULE_SIZE)
+        big = node_size(self.rules[name]) > (COMPACT_RULE_SIZE if self.compact else BIG_RULE_SIZE)
         return big and self.num_refs.get(name, 0) > 1
 
     def ref_plan(self, name: str) -> int | Node:
@@ -254,7 +253,7 @@ class NfaBuilder:
             return _split(node), node.item
         item = node.item
         copies = node.min if node.max is None else node.max
-        size = node_size(item, self.rules, self.sizes) if copies >= HOIST_MIN_COPIES else 0
+        size = node_size(item) if copies >= HOIST_MIN_COPIES else 0
         if size >= HOIST_MIN_SIZE or (self.compact and size * copies >= COMPACT_REPEAT_SIZE):
             name = self.hoisted.setdefault(id(item), f"@repeat{len(self.hoisted)}")
             self.rules[name] = item
@@ -267,7 +266,7 @@ class NfaBuilder:
         HOIST_MIN_SIZE states and no rule reference inside (a character, a digit)."""
         small = self.small.get(id(node))
         if small is None:
-            small = self.small[id(node)] = node_size(node, self.rules, self.sizes) < HOIST_MIN_SIZE and not _refers(node)
+            small = self.small[id(node)] = node_size(node) < HOIST_MIN_SIZE and not _refers(node)
         return small
 
     def in_blocks(self, node: Repeat) -> Node | None:

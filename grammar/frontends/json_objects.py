@@ -164,7 +164,7 @@ def _counted_members_graph(members: list[tuple[Node, bool]], extra: Node | None,
         return NOTHING
     top = lo if hi is None else hi
     sizes = {id(ws): 1}  # free whitespace counts as one state: the limit is the same in both modes
-    size = sum(node_size(m, {}, sizes) for m in [m for m, _ in members] + ([extra] if extra is not None else []))
+    size = sum(node_size(m, sizes) for m in [m for m, _ in members] + ([extra] if extra is not None else []))
     if (top + 1) * size > MAX_COUNTED_SIZE:
         raise GrammarError(f"{where}/{'minProperties' if hi is None else 'maxProperties'}: too many properties "
                            f"to count ({top}) for these property schemas")  # fmt: skip

@@ -134,7 +134,7 @@ def presence_graph(members: list[tuple[Node, bool]], names: list[str], extra: No
     kept = [(ids[src], ids[dst], label) for src, outs in edges.items() if src in live
             for dst, label in outs if dst in live]  # fmt: skip
     memo = {id(ws): 1}  # free whitespace counts as one state: the limit is the same in both modes
-    sizes = {id(m): node_size(m, {}, memo) for m, _ in members}
+    sizes = {id(m): node_size(m, memo) for m, _ in members}
     if sum(sizes.get(id(label), 0) for _, _, label in kept) > MAX_PRESENCE_SIZE:
         raise GrammarError(f"{where}: too many combinations of present properties to track for these property schemas")
     return Graph(len(ids), tuple(kept), (ids[("end",)],))

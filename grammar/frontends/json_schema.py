@@ -81,7 +81,7 @@ class SchemaCompiler:
         """`node` as a rule of its own (a reference to it), when it is used in several places: the
         NFA builder then inlines it while it is small and calls it when it is large, instead of a
         copy at each use."""
-        if isinstance(node, (Ref, Bytes)) or node_size(node, {}, {}) <= SHARE_MIN_SIZE:
+        if isinstance(node, (Ref, Bytes)) or node_size(node) <= SHARE_MIN_SIZE:
             return node
         name = f"shared:{self.num_shared}"
         self.num_shared += 1
