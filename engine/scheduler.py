@@ -220,6 +220,8 @@ class Scheduler:
         return resumed + window + [r for r in order[ADMIT_WINDOW:] if not r.num_preemptions]
 
     def _admit(self, out: SchedulerOutput, scheduled: list, budget: int) -> int:
+        if not self.waiting or budget <= 0 or len(self.running) >= self.max_num_seqs:
+            return budget  # (no order worked out: a full batch would rank the queue every step for nothing)
         for request in self._admission_order():
             if budget <= 0 or len(self.running) >= self.max_num_seqs:
                 break

@@ -167,3 +167,30 @@ def test_with_the_pacer_the_prompt_that_finishes_first_is_admitted_first_aged_by
         for rid in list(sched.requests):
             sched.finish(sched.requests[rid], "abort")
         assert sched.kv.num_free_blocks == sched.kv.num_blocks
+
+
+def test_a_full_batch_ranks_no_waiting_prompts():
+    """The admission order (a prefix lookup per waiting prompt) is worked out only on a step that
+    can admit: with every sequence slot taken, the waiting queue is left as it is."""
+    pacer = PrefillPacer(stall_ratio=1.0)
+    feed(pacer)
+    kv = KVCacheManager(256, 4)
+    s = Scheduler(kv, 2, 64, 1024, pacer=pacer)
+    lookups = []
+    looked_up = kv.cached_prefix_len
+    kv.cached_prefix_len = lambda rid, ids: lookups.append(rid) or looked_up(rid, ids)
+    for rid, first in (("a", 1), ("b", 100)):
+        s.add(_req(rid, first, 8))
+    out = s.schedule()
+    s.update(out, {"a": 7, "b": 7})
+    for i in range(5):
+        s.add(_req(f"w{i}", 1000 + 50 * i, 20))
+    lookups.clear()
+    out = s.schedule()
+    assert out.req_ids == ["a", "b"] and lookups == []  # both slots decode; nobody ranked
+    s.finish(s.requests["a"], "stop")
+    out = s.schedule()
+    assert len(lookups) == 5 and len(out.req_ids) == 2  # a slot freed: the queue is ranked, one admitted
+    for rid in list(s.requests):
+        s.finish(s.requests[rid], "abort")
+    assert kv.num_free_blocks == kv.num_blocks
