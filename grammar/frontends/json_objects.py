@@ -96,9 +96,8 @@ def object_node(sc: SchemaCompiler, schema: dict[str, Any], where: str) -> Node:
         members.append((seq(key, value), name in required))
         member_names.append(name)
     # a `$` header before the declared members of the document's top-level object (json_order.HEADER_FIRST)
-    header = json_order.HEADER_FIRST and where in sc.top and sc.property_order == "declared"
     extra, header = extra_members(sc, patterns, extra_schema, names + [f for f in forbid if f not in names], where,
-                                  name_lang, header)
+                                  name_lang, json_order.HEADER_FIRST and where in sc.top and sc.property_order == "declared")
     comma = seq(ws, lit(","), ws)
     lead = None if ws is EMPTY else ws  # the whitespace after `{`, on the first member's edge (see below)
     if rule:

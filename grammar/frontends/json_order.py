@@ -107,7 +107,7 @@ def declared_order_graph(sc, members: list[tuple[Node, bool]], names: list[str],
     in the order `required` lists them and then the optional ones in declared order (a second copy
     of the members, within the budget too); extra members (additionalProperties,
     patternProperties) after the declared ones, and `header` (the document's top-level object: a
-    `$` member, json_patterns.header_member) before the first. Each object it takes is one `any`
+    `$` member, json_patterns.extra_members(header=True)) before the first. Each object it takes is one `any`
     takes: a subset of the valid objects. (Extra members before every declared one were measured
     and dropped: 2 of 1,000 dev instances more, mask p99 6x, the key tries of extra names at every
     member.)"""
@@ -152,7 +152,8 @@ def members_graph(members: list[tuple[Node, bool]], extra: Node | None, comma: N
     after the last one, and also before each member from `extra_from` on (the required names no
     property declares, which json_objects.py puts last: they and the extra members in any mix, the
     required ones in their order), and up to HEADER_MEMBERS `header` members (extra members of a
-    narrower name language: json_patterns.header_member) before the first member. `nonempty`: no empty object (minProperties 1)."""
+    narrower name language: json_patterns.extra_members(header=True)) before the first member.
+    `nonempty`: no empty object (minProperties 1)."""
     n = len(members)
     first = list(range(n + 1))
     rest = [n + 1 + i for i in range(n + 1)]
