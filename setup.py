@@ -9,7 +9,7 @@ reference modules (grammar/masks/walk_ref.py, grammar/automaton/dfa_ref.py) and 
 
 from setuptools import Extension, setup
 
-HEADERS = ["grammar/include/grammar_core.h", "grammar/include/vec.h"]
+HEADERS = ["grammar/include/grammar_core.h", "grammar/include/sort.h", "grammar/include/vec.h"]
 setup(ext_modules=[
     Extension("grammar.masks._walk", ["grammar/masks/_walk.c"], depends=HEADERS, include_dirs=["grammar/include"],
               extra_compile_args=["-O3"], optional=True),

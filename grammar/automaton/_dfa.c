@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "grammar_core.h"
+#include "sort.h"
 #include "vec.h"
 
 #define NUM_TABLES 7
@@ -51,6 +52,7 @@ typedef struct {
     uint32_t *mark_a, *mark_b;      /* [num_nfa] generation stamps */
     uint32_t gen_a, gen_b;
     Vec cl_pool, set_pool, scratch, todo, edge_buf;
+    Vec union_copy, row_active, row_prev;  /* target_of's and build_row's (a malloc per call cost a cold fill ~3 %) */
     /* per DFA state */
     int32_t *set_off, *set_len, *sn_sid, *sn_target;  /* sn_sid SLICE_UNKNOWN: slice step not known */
     uint64_t *set_hash;
@@ -182,15 +184,10 @@ static int closure(Builder *b, int32_t s, int32_t *off, int32_t *n) {
     return 0;  /* caller sorts and stores: see store_closure */
 }
 
-static int cmp_i32(const void *a, const void *b) {
-    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-    return (x > y) - (x < y);
-}
-
 static int closure_of(Builder *b, int32_t s, int32_t *off, int32_t *n) {
     if (b->cl_len[s]) { *off = b->cl_off[s]; *n = b->cl_len[s] - 1; return 0; }
     if (closure(b, s, off, n) < 0) return -1;
-    qsort(b->scratch.data, b->scratch.len, sizeof(int32_t), cmp_i32);
+    sort_i32(b->scratch.data, b->scratch.len);
     if (vec_reserve(&b->cl_pool, b->scratch.len) < 0) return -1;
     b->cl_off[s] = (int32_t)b->cl_pool.len;
     b->cl_len[s] = (int32_t)b->scratch.len + 1;
@@ -495,7 +492,7 @@ static int closure_union(Builder *b, const int32_t *ts, Py_ssize_t n) {
             if (b->mark_b[x] != g) { b->mark_b[x] = g; if (vec_push(&b->scratch, x) < 0) return -1; }
         }
     }
-    qsort(b->scratch.data, b->scratch.len, sizeof(int32_t), cmp_i32);
+    sort_i32(b->scratch.data, b->scratch.len);
     return 0;
 }
 
@@ -511,24 +508,20 @@ static int32_t target_of(Builder *b, const int32_t *ts, Py_ssize_t n) {
     }
     if (closure_union(b, ts, n) < 0) return -1;
     /* intern may call Python (_grow), which cannot touch scratch; copy anyway for safety */
-    Vec tmp = {NULL, 0, 0};
-    if (vec_reserve(&tmp, b->scratch.len) < 0) return -1;
-    memcpy(tmp.data, b->scratch.data, b->scratch.len * sizeof(int32_t));
-    d = intern(b, tmp.data, b->scratch.len);
-    free(tmp.data);
-    return d;
+    Vec *tmp = &b->union_copy;
+    tmp->len = 0;
+    if (vec_reserve(tmp, b->scratch.len) < 0) return -1;
+    memcpy(tmp->data, b->scratch.data, b->scratch.len * sizeof(int32_t));
+    return intern(b, tmp->data, b->scratch.len);
 }
 
 /* ---- rows ---- */
 
 typedef struct { int32_t lo, hi, t; } Edge;
 
-static int cmp_edge(const void *a, const void *b) {
-    const Edge *x = a, *y = b;
-    if (x->lo != y->lo) return (x->lo > y->lo) - (x->lo < y->lo);
-    if (x->hi != y->hi) return (x->hi > y->hi) - (x->hi < y->hi);
-    return (x->t > y->t) - (x->t < y->t);
-}
+/* Edges by byte range, then target. */
+#define EDGE_LESS(x, y) ((x).lo != (y).lo ? (x).lo < (y).lo : (x).hi != (y).hi ? (x).hi < (y).hi : (x).t < (y).t)
+DEFINE_SORT(sort_edges, Edge, EDGE_LESS)
 
 /* The byte edges of the NFA states x[0..n), sorted, in b->edge_buf. */
 static int gather_set_edges(Builder *b, const int32_t *x, Py_ssize_t n, Edge **out, Py_ssize_t *num) {
@@ -541,7 +534,7 @@ static int gather_set_edges(Builder *b, const int32_t *x, Py_ssize_t n, Edge **o
     }
     *out = (Edge *)b->edge_buf.data;
     *num = b->edge_buf.len / 3;
-    if (*num > 1) qsort(*out, *num, sizeof(Edge), cmp_edge);
+    if (*num > 1) sort_edges(*out, *num);
     return 0;
 }
 
@@ -575,47 +568,39 @@ static int build_row(Builder *b, int32_t d) {
     } else {
         uint8_t bound[257] = {0};
         for (Py_ssize_t i = 0; i < n; i++) { bound[edges[i].lo] = 1; bound[edges[i].hi + 1] = 1; }
-        Vec active = {NULL, 0, 0}, prev = {NULL, 0, 0};
+        Vec *active = &b->row_active, *prev = &b->row_prev;
         int32_t prev_t = -1;
         int a = 0;
         while (a < 256) {
             int e = a + 1;
             while (e < 256 && !bound[e]) e++;
-            active.len = 0;
+            active->len = 0;
             for (Py_ssize_t i = 0; i < n && edges[i].lo <= a; i++)
-                if (edges[i].hi >= e - 1 && vec_push(&active, edges[i].t) < 0) goto fail;
-            if (active.len) {
-                qsort(active.data, active.len, sizeof(int32_t), cmp_i32);
+                if (edges[i].hi >= e - 1 && vec_push(active, edges[i].t) < 0) return -1;
+            if (active->len) {
+                sort_i32(active->data, active->len);
                 Py_ssize_t u = 1;
-                for (Py_ssize_t i = 1; i < active.len; i++)
-                    if (active.data[i] != active.data[u - 1]) active.data[u++] = active.data[i];
-                active.len = u;
+                for (Py_ssize_t i = 1; i < active->len; i++)
+                    if (active->data[i] != active->data[u - 1]) active->data[u++] = active->data[i];
+                active->len = u;
                 int32_t t;
-                if (prev_t >= 0 && prev.len == active.len && !memcmp(prev.data, active.data, u * sizeof(int32_t))) {
+                if (prev_t >= 0 && prev->len == active->len && !memcmp(prev->data, active->data, u * sizeof(int32_t))) {
                     t = prev_t;
                 } else {
-                    t = target_of(b, active.data, active.len);
-                    if (t < 0) goto fail;
+                    t = target_of(b, active->data, active->len);
+                    if (t < 0) return -1;
                     edges = (Edge *)b->edge_buf.data;
-                    prev.len = 0;
-                    if (vec_reserve(&prev, active.len) < 0) goto fail;
-                    memcpy(prev.data, active.data, active.len * sizeof(int32_t));
-                    prev.len = active.len;
+                    prev->len = 0;
+                    if (vec_reserve(prev, active->len) < 0) return -1;
+                    memcpy(prev->data, active->data, active->len * sizeof(int32_t));
+                    prev->len = active->len;
                     prev_t = t;
                 }
                 pieces[np_][0] = a; pieces[np_][1] = e - 1; pieces[np_][2] = t; np_++;
             }
             a = e;
         }
-        free(active.data);
-        free(prev.data);
-        goto write;
-    fail:
-        free(active.data);
-        free(prev.data);
-        return -1;
     }
-write:
     for (int p = 0; p < np_; p++) {
         int32_t lo = pieces[p][0], hi = pieces[p][1], t = pieces[p][2];
         for (int32_t c = lo; c <= hi; c++) row[c] = t;
@@ -1238,7 +1223,7 @@ static PyObject *py_intern_closure(Builder *b, PyObject *args) {
         if ((s == -1 && PyErr_Occurred()) || check_state(b, s) < 0) goto done;
         ts.data[ts.len++] = (int32_t)s;
     }
-    qsort(ts.data, ts.len, sizeof(int32_t), cmp_i32);
+    sort_i32(ts.data, ts.len);
     Py_ssize_t u = ts.len ? 1 : 0;
     for (Py_ssize_t i = 1; i < ts.len; i++)
         if (ts.data[i] != ts.data[u - 1]) ts.data[u++] = ts.data[i];
@@ -1528,6 +1513,7 @@ static void builder_dealloc(Builder *b) {
     free(b->e_off); free(b->e_dat); free(b->p_off); free(b->p_dat); free(b->c_off); free(b->c_dat);
     free(b->nfa_final); free(b->nfa_ws); free(b->cl_off); free(b->cl_len); free(b->single); free(b->mark_a); free(b->mark_b);
     free(b->cl_pool.data); free(b->set_pool.data); free(b->scratch.data); free(b->todo.data); free(b->edge_buf.data);
+    free(b->union_copy.data); free(b->row_active.data); free(b->row_prev.data);
     free(b->set_off); free(b->set_len); free(b->sn_sid); free(b->sn_target); free(b->set_hash);
     free(b->table); free(b->canon);
     free(b->utf8_target); free(b->utf8_ok); free(b->utf8_checked);

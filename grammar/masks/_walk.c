@@ -24,6 +24,7 @@
 #endif
 
 #include "grammar_core.h"
+#include "sort.h"
 #include "vec.h"
 
 #define STACK_DEPTH 1024  /* tries at most this deep keep the walk's per-depth arrays on the C stack */
@@ -958,10 +959,9 @@ static int run_walk(Tables *tb, Dfa *d, long s, int nonempty, uint32_t *words, S
 
 typedef struct { int32_t state, len; } End;
 
-static int longer_first(const void *a, const void *b) {
-    const End *x = a, *y = b;
-    return x->len != y->len ? (y->len > x->len) - (y->len < x->len) : (x->state > y->state) - (x->state < y->state);
-}
+/* Longer tokens first, then the lower state. */
+#define LONGER_FIRST(x, y) ((x).len != (y).len ? (x).len > (y).len : (x).state < (y).state)
+DEFINE_SORT(sort_ends, End, LONGER_FIRST)
 
 /* The distinct states of the (state, token length) pairs[0:2n] (each state below num_states), as
  * a list ordered by the longest token ending in each, longest first (ties: lower state first). */
@@ -979,7 +979,7 @@ static PyObject *distinct_states(const int32_t *pairs, Py_ssize_t n, Py_ssize_t 
         if (len > best[t]) best[t] = len;
     }
     for (Py_ssize_t j = 0; j < k; j++) ends[j].len = best[ends[j].state];
-    qsort(ends, k, sizeof(End), longer_first);
+    sort_ends(ends, k);
     if (!(out = PyList_New(k))) goto done;
     for (Py_ssize_t j = 0; j < k; j++) {
         PyObject *v = PyLong_FromLong(ends[j].state);

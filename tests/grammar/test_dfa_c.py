@@ -90,6 +90,17 @@ def test_regex_automata_are_identical(pattern):
 
 
 @needs_dfa_c
+def test_wide_state_sets_sort_the_same_in_both_builders():
+    """700 words in shuffled order: the start's closure, the rows' edges and their targets are sets
+    of hundreds of NFA states, which the C builder sorts by radix and by its inlined introsort
+    (grammar/include/sort.h) where the Python one calls sorted()."""
+    words = [f"w{i:03d}{'abc'[i % 3]}" for i in range(700)]
+    random.Random(3).shuffle(words)
+    py, c = _pair(Grammar({"start": regex_to_node("(" + "|".join(words) + ")(x|y)")}), byte_vocab())
+    assert max(len(c.nfa_states(d)) for d in range(_compare(py, c))) >= 700
+
+
+@needs_dfa_c
 @pytest.mark.parametrize("text", LARKS)
 def test_recursive_lark_automata_are_identical(text):
     py, c = _pair(lark_to_grammar(text), byte_vocab())
