@@ -19,9 +19,15 @@ would (0, the default: fills right after the compile; ours makes most of its fir
 thread after the compile returned, grammar/precompute_worker.py, so back to back its fills race
 that thread and make many of those masks themselves).
 
-`--repeats N` runs the engines N times, one after the other, each time a fresh instance (no
-compile cache carried over), and quotes each timing as the median of the runs and each ratio as
-the median of the runs' ratios: a mask p99 moves by a fifth between single runs on a shared machine.
+The engines take turns per schema (each schema through every engine, their order rotating from
+one schema to the next), so that a slow spell of a shared machine falls on all of them alike:
+run one after the other (`--sequential`, the old way), single runs' ours / xgrammar mask ratios
+moved 0.6x-1.9x between runs of the same tree. Our masks made ahead of use on a worker thread
+(grammar/precompute_worker.py) stop when a schema's fills are over, before the next engine's turn.
+
+`--repeats N` does it N times, each time with fresh engines (no compile cache carried over), and
+quotes each timing as the median of the runs and each ratio as the median of the runs' ratios,
+with their range.
 
 Each valid instance ours refuses is checked against its matcher: the line after the coverage
 table names any refused by a wrong mask (one that left out a token the pushdown automaton takes),
@@ -129,6 +135,12 @@ class Ours:
     def accept(self, m: Any, tid: int) -> bool:
         return m.accept(tid)
 
+    def done(self, compiled: Any) -> None:
+        """The valid instance's fills are over: no more masks made ahead of use for it (our worker
+        thread would otherwise go on during the next engine's turn in an interleaved run)."""
+        if hasattr(compiled, "end_precompute"):
+            compiled.end_precompute()
+
     def mask_error(self, m: Any, tid: int) -> bool:
         """Whether the mask refused `tid` although the matcher's pushdown automaton takes it (a
         wrong mask, never a grammar decision such as declared property order)."""
@@ -223,61 +235,79 @@ def _takes(engine: Any, compiled: Any, ids: list[int]) -> bool:
     return True
 
 
-def run_engine(engine: Any, rows: list[dict], tokenizer: Any, eos: int, gap_ms: float = 0.0,
-               reordered: bool = False) -> Result:
-    res = Result(engine.name)
-    for row in rows:
-        sid = row["id"]
-        t0 = time.perf_counter()
-        try:
-            compiled = engine.compile(row["schema"])
-        except Exception as exc:  # noqa: BLE001 - any engine's refusal counts as a compile error
-            res.errors += 1
-            res.failures[sid] = f"compile: {type(exc).__name__}: {str(exc)[:300]}"
-            continue
-        res.compile_ms[sid] = (time.perf_counter() - t0) * 1e3
-        res.compiled += 1
-        times: list[float] = []
-        accepts: list[float] = []
-        ok = True
-        for inst in row["valid"][:1]:
-            ids = tokenizer.encode(_compact(inst["data"]), add_special_tokens=False) + [eos]
-            if gap_ms:
-                time.sleep(gap_ms / 1e3)  # the request's prefill: work after a compile returned goes on
-            m = engine.matcher(compiled)
-            for step, tid in enumerate(ids):
-                t1 = time.perf_counter()
-                engine.fill(m)
-                times.append((time.perf_counter() - t1) * 1e6)
-                if not engine.allowed(tid):
-                    ok = False
-                    if type(engine) is Ours and engine.mask_error(m, tid):
-                        res.mask_errors.append(sid)
-                    res.failures[sid] = "mask " + _refused(tokenizer, ids, step)
-                    break
-                t1 = time.perf_counter()
-                accepted = engine.accept(m, tid)
-                accepts.append((time.perf_counter() - t1) * 1e6)
-                if not accepted:
-                    ok = False
-                    res.failures[sid] = "accept " + _refused(tokenizer, ids, step)
-                    break
-        if times:
-            res.first_mask_ms[sid] = res.compile_ms[sid] + times[0] / 1e3
-            res.mask_us[sid] = times
-            res.accept_us[sid] = accepts
-        res.valid_ok += ok
-        res.valid_rejected += not ok
-        for inst in row["invalid"]:
-            ids = tokenizer.encode(_compact(inst["data"]), add_special_tokens=False)
-            m = engine.matcher(compiled)
-            res.invalid_total += 1
-            res.invalid_accepted += all(engine.accept(m, t) for t in ids) and engine.accept(m, eos)
-        other = _reordered(row["valid"][0]["data"]) if reordered else None
-        if other is not None:
-            ids = tokenizer.encode(_compact(other), add_special_tokens=False) + [eos]
-            res.reordered[sid] = _takes(engine, compiled, ids)
-    return res
+def run_row(engine: Any, res: Result, row: dict, tokenizer: Any, eos: int, gap_ms: float = 0.0,
+            reordered: bool = False) -> None:
+    """One schema through one engine: its compile, its valid instance's fills and accepts, its
+    invalid instances; measurements added to `res`."""
+    sid = row["id"]
+    t0 = time.perf_counter()
+    try:
+        compiled = engine.compile(row["schema"])
+    except Exception as exc:  # noqa: BLE001 - any engine's refusal counts as a compile error
+        res.errors += 1
+        res.failures[sid] = f"compile: {type(exc).__name__}: {str(exc)[:300]}"
+        return
+    res.compile_ms[sid] = (time.perf_counter() - t0) * 1e3
+    res.compiled += 1
+    times: list[float] = []
+    accepts: list[float] = []
+    ok = True
+    for inst in row["valid"][:1]:
+        ids = tokenizer.encode(_compact(inst["data"]), add_special_tokens=False) + [eos]
+        if gap_ms:
+            time.sleep(gap_ms / 1e3)  # the request's prefill: work after a compile returned goes on
+        m = engine.matcher(compiled)
+        for step, tid in enumerate(ids):
+            t1 = time.perf_counter()
+            engine.fill(m)
+            times.append((time.perf_counter() - t1) * 1e6)
+            if not engine.allowed(tid):
+                ok = False
+                if type(engine) is Ours and engine.mask_error(m, tid):
+                    res.mask_errors.append(sid)
+                res.failures[sid] = "mask " + _refused(tokenizer, ids, step)
+                break
+            t1 = time.perf_counter()
+            accepted = engine.accept(m, tid)
+            accepts.append((time.perf_counter() - t1) * 1e6)
+            if not accepted:
+                ok = False
+                res.failures[sid] = "accept " + _refused(tokenizer, ids, step)
+                break
+    engine.done(compiled)
+    if times:
+        res.first_mask_ms[sid] = res.compile_ms[sid] + times[0] / 1e3
+        res.mask_us[sid] = times
+        res.accept_us[sid] = accepts
+    res.valid_ok += ok
+    res.valid_rejected += not ok
+    for inst in row["invalid"]:
+        ids = tokenizer.encode(_compact(inst["data"]), add_special_tokens=False)
+        m = engine.matcher(compiled)
+        res.invalid_total += 1
+        res.invalid_accepted += all(engine.accept(m, t) for t in ids) and engine.accept(m, eos)
+    other = _reordered(row["valid"][0]["data"]) if reordered else None
+    if other is not None:
+        ids = tokenizer.encode(_compact(other), add_special_tokens=False) + [eos]
+        res.reordered[sid] = _takes(engine, compiled, ids)
+
+
+def run_engines(engines: dict[str, Any], rows: list[dict], tokenizer: Any, eos: int, gap_ms: float = 0.0,
+                reordered: bool = False, interleave: bool = True) -> dict[str, Result]:
+    """Each engine over the rows: interleaved (each schema through every engine before the next,
+    the engines' order rotating per schema), or one engine's whole pass after the other's."""
+    results = {name: Result(name) for name in engines}
+    names = list(engines)
+    if interleave:
+        for i, row in enumerate(rows):
+            for k in range(len(names)):
+                name = names[(i + k) % len(names)]
+                run_row(engines[name], results[name], row, tokenizer, eos, gap_ms, reordered)
+    else:
+        for name in names:
+            for row in rows:
+                run_row(engines[name], results[name], row, tokenizer, eos, gap_ms, reordered)
+    return results
 
 
 def _describe(g: Any, configs: Any, cached: bool, new_states: int) -> tuple[str, tuple[int, bool] | None]:
@@ -377,10 +407,16 @@ def _stats(res: Result, ids: set[str]) -> dict[str, float]:
     }
 
 
+def _ratio(values: list[float]) -> str:
+    """The median of the runs' ratios, and their range when there are several."""
+    med = f"{np.median(values):.2f}x"
+    return med if len(values) < 2 else f"{med} ({min(values):.2f}-{max(values):.2f})"
+
+
 def print_tables(runs: dict[str, list[Result]], num_rows: int, vocab_name: str) -> dict[str, dict[str, float]]:
     """The coverage table (the first run: coverage does not change between runs) with each timing
     the median over the runs, and the ratio table with each ratio the median of the runs' ratios
-    (each run's engines measured side by side, one after the other)."""
+    (each run's engines measured side by side, interleaved per schema unless --sequential)."""
     first = [rs[0] for rs in runs.values()]
     common = set.intersection(*[set(r.mask_us) for rs in runs.values() for r in rs]) if runs else set()
     repeats = min((len(rs) for rs in runs.values()), default=1)
@@ -410,7 +446,7 @@ def print_tables(runs: dict[str, list[Result]], num_rows: int, vocab_name: str) 
         for name in stats:
             if name != "ours":
                 pairs = list(zip(per_run["ours"], per_run[name]))
-                print(f"| {name} | " + " | ".join(f"{np.median([o[k] / x[k] for o, x in pairs]):.2f}x" for k in keys) + " |")
+                print(f"| {name} | " + " | ".join(_ratio([o[k] / x[k] for o, x in pairs]) for k in keys) + " |")
     return stats
 
 
@@ -465,7 +501,10 @@ def main() -> None:
     parser.add_argument("--gap-ms", type=float, default=0.0,
                         help="sleep this long between a compile and its first mask (a prefill; 0: back to back)")
     parser.add_argument("--repeats", type=int, default=1,
-                        help="run the engines this many times, one after the other; quote each figure's median")
+                        help="run the engines this many times; quote each figure's median (ratios: median and range)")
+    parser.add_argument("--sequential", action="store_true",
+                        help="run each engine over all schemas, one after the other (default: interleaved, each "
+                             "schema through every engine in turn, so a slow spell of a shared machine falls on all)")
     parser.add_argument("--slowest", type=int, default=0, help="then list our N slowest mask fills")
     parser.add_argument("--failures", action="store_true",
                         help="then list each schema whose valid instance an engine refused, and why (first run)")
@@ -501,20 +540,23 @@ def run_vocab(vocab_name: str, rows: list[dict], args: argparse.Namespace) -> No
     runs: dict[str, list[Result]] = {}
     names = args.engines.split(",")
     for rep in range(max(1, args.repeats)):
+        engines: dict[str, Any] = {}
         for name in list(names):
             t0 = time.perf_counter()
             try:
-                engine = makers[name](tokenizer, args.whitespace, args.property_order)  # a fresh one per run: no compile cache carried over
+                engines[name] = makers[name](tokenizer, args.whitespace, args.property_order)  # a fresh one per run: no compile cache carried over
             except ImportError as exc:
                 print(f"skipping {name}: {exc} (pip install --no-deps --target /tmp/benchdeps xgrammar==0.2.9 "
                       "llguidance==1.9.1 apache-tvm-ffi; PYTHONPATH=/tmp/benchdeps)")
                 names.remove(name)
                 continue
-            setup_s = time.perf_counter() - t0
-            t0 = time.perf_counter()
-            runs.setdefault(name, []).append(run_engine(engine, rows, tokenizer, eos, args.gap_ms,
-                                                        args.reordered and rep == 0))
-            print(f"{vocab_name} {name} run {rep + 1}: per-tokenizer setup {setup_s:.2f} s, run {time.perf_counter() - t0:.1f} s")
+            print(f"{vocab_name} {name} run {rep + 1}: per-tokenizer setup {time.perf_counter() - t0:.2f} s")
+        t0 = time.perf_counter()
+        for name, res in run_engines(engines, rows, tokenizer, eos, args.gap_ms, args.reordered and rep == 0,
+                                     not args.sequential).items():
+            runs.setdefault(name, []).append(res)
+        how = "one engine after the other" if args.sequential else "interleaved per schema"
+        print(f"{vocab_name} run {rep + 1} ({how}): {time.perf_counter() - t0:.1f} s")
     stats = print_tables(runs, len(rows), vocab_name)
     if args.reordered:
         print_reordered(runs)
