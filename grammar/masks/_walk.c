@@ -1422,30 +1422,12 @@ static PyObject *mask_ends(PyObject *self, PyObject *const *args, Py_ssize_t nar
     return walk_call((Tables *)args[0], args[1], args[2], s, nonempty, args[5], NULL, 0, 1);
 }
 
-/* sparse(words, limit[, base]) -> None, or bytes of int32 pairs (position, value), in order, of
- * the words of the int32 array that differ from base (default all zero), when at most `limit`
- * do and every bit of base is set in words (grammar/masks/words.py kept). */
-static PyObject *sparse(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 2 && nargs != 3) { PyErr_SetString(PyExc_TypeError, "sparse(words, limit[, base])"); return NULL; }
-    const Py_ssize_t limit = PyLong_AsSsize_t(args[1]);
-    if (limit == -1 && PyErr_Occurred()) return NULL;
-    if (limit < 0) { PyErr_SetString(PyExc_ValueError, "limit must be >= 0"); return NULL; }
-    Py_buffer v, b = {0};
-    int32_t pairs_buf[2 * 256], *pairs = NULL;
-    if (PyObject_GetBuffer(args[0], &v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return NULL;
-    if (nargs == 3 && PyObject_GetBuffer(args[2], &b, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
-        PyBuffer_Release(&v);
-        return NULL;
-    }
+/* The words of w[0..n) that differ from base (NULL: all zero) as bytes of int32 pairs (position,
+ * value), in order, when at most `limit` do and every bit of base is set in w; else None. */
+static PyObject *sparse_of(const int32_t *w, const int32_t *base, Py_ssize_t n, Py_ssize_t limit) {
+    int32_t pairs_buf[2 * 256], *pairs = limit <= 256 ? pairs_buf : malloc(2 * limit * sizeof(int32_t));
+    if (!pairs) return PyErr_NoMemory();
     PyObject *result = NULL;
-    if (v.itemsize != 4 || (nargs == 3 && (b.itemsize != 4 || b.len != v.len))) {
-        PyErr_SetString(PyExc_ValueError, "words and base must be int32 arrays of one length");
-        goto done;
-    }
-    const int32_t *w = v.buf, *base = nargs == 3 ? b.buf : NULL;
-    const Py_ssize_t n = v.len / 4;
-    pairs = limit <= 256 ? pairs_buf : malloc(2 * limit * sizeof(int32_t));
-    if (!pairs) { PyErr_NoMemory(); goto done; }
     static const int32_t zero[16] = {0};
     Py_ssize_t k = 0;
     for (Py_ssize_t i0 = 0; i0 < n; i0 += 16) {
@@ -1488,9 +1470,78 @@ static PyObject *sparse(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     }
     result = PyBytes_FromStringAndSize((const char *)pairs, 2 * k * (Py_ssize_t)sizeof(int32_t));
 done:
-    if (pairs && pairs != pairs_buf) free(pairs);
+    if (pairs != pairs_buf) free(pairs);
+    return result;
+}
+
+/* sparse(words, limit[, base]) -> None, or bytes of int32 pairs (position, value), in order, of
+ * the words of the int32 array that differ from base (default all zero), when at most `limit`
+ * do and every bit of base is set in words (grammar/masks/words.py kept). */
+static PyObject *sparse(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 && nargs != 3) { PyErr_SetString(PyExc_TypeError, "sparse(words, limit[, base])"); return NULL; }
+    const Py_ssize_t limit = PyLong_AsSsize_t(args[1]);
+    if (limit == -1 && PyErr_Occurred()) return NULL;
+    if (limit < 0) { PyErr_SetString(PyExc_ValueError, "limit must be >= 0"); return NULL; }
+    Py_buffer v, b = {0};
+    if (PyObject_GetBuffer(args[0], &v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return NULL;
+    if (nargs == 3 && PyObject_GetBuffer(args[2], &b, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        PyBuffer_Release(&v);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    if (v.itemsize != 4 || (nargs == 3 && (b.itemsize != 4 || b.len != v.len)))
+        PyErr_SetString(PyExc_ValueError, "words and base must be int32 arrays of one length");
+    else
+        result = sparse_of(v.buf, nargs == 3 ? b.buf : NULL, v.len / 4, limit);
     PyBuffer_Release(&v);
     if (nargs == 3) PyBuffer_Release(&b);
+    return result;
+}
+
+/* mask_kept(tables, dfa, vocab, state, nonempty, out, rows, row, base, limit) -> (escapes, pairs,
+ * based): mask() with rows, and, when the walk has no escapes, the mask as grammar/masks/words.py
+ * `kept` keeps it, in the same call (a cold fill's Python around the walk was as long as a short
+ * walk): pairs = sparse(out, limit, base) and based True, else sparse(out, limit) and based False,
+ * else None (the caller keeps a dense copy of out). base is None or an int32 array like out. With
+ * escapes: (escapes, None, False), rows not written. */
+static PyObject *mask_kept(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 10) {
+        PyErr_SetString(PyExc_TypeError, "mask_kept(tables, dfa, vocab, state, nonempty, out, rows, row, base, limit)");
+        return NULL;
+    }
+    const Py_ssize_t limit = PyLong_AsSsize_t(args[9]);
+    if (limit == -1 && PyErr_Occurred()) return NULL;
+    PyObject *escapes = mask(self, args, 8);
+    if (!escapes) return NULL;
+    if (escapes != Py_None) {
+        PyObject *out = PyTuple_Pack(3, escapes, Py_None, Py_False);
+        Py_DECREF(escapes);
+        return out;
+    }
+    Py_DECREF(escapes);
+    Py_buffer v, b = {0};
+    if (PyObject_GetBuffer(args[5], &v, PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    const int has_base = args[8] != Py_None;
+    if (has_base && PyObject_GetBuffer(args[8], &b, PyBUF_C_CONTIGUOUS) < 0) { PyBuffer_Release(&v); return NULL; }
+    PyObject *pairs = NULL, *result = NULL;
+    int based = 0;
+    if (has_base && b.len != v.len) {
+        PyErr_SetString(PyExc_ValueError, "base must be an int32 array like out");
+        goto done;
+    }
+    if (has_base) {
+        if (!(pairs = sparse_of(v.buf, b.buf, v.len / 4, limit))) goto done;
+        based = pairs != Py_None;
+    }
+    if (!based) {
+        Py_XDECREF(pairs);
+        if (!(pairs = sparse_of(v.buf, NULL, v.len / 4, limit))) goto done;
+    }
+    result = PyTuple_Pack(3, Py_None, pairs, based ? Py_True : Py_False);
+done:
+    Py_XDECREF(pairs);
+    PyBuffer_Release(&v);
+    if (has_base) PyBuffer_Release(&b);
     return result;
 }
 
@@ -1586,6 +1637,7 @@ done:
 
 static PyMethodDef methods[] = {
     {"mask", (PyCFunction)(void (*)(void))mask, METH_FASTCALL, "One DFA state's mask by a walk of the token trie (see the module source)."},
+    {"mask_kept", (PyCFunction)(void (*)(void))mask_kept, METH_FASTCALL, "mask() with rows, plus the mask as it is kept (see the module source)."},
     {"mask_ends", (PyCFunction)(void (*)(void))mask_ends, METH_FASTCALL, "mask() plus the states its tokens end in (see the module source)."},
     {"resolve", (PyCFunction)(void (*)(void))resolve, METH_FASTCALL, "Escapes checked against their stacks (see the module source)."},
     {"run", run, METH_VARARGS, "Step bytes through the DFA until a branching state."},

@@ -18,7 +18,7 @@ from grammar.automaton.constants import FLAG_CALLS, FLAG_FINAL
 from grammar.automaton.dfa import LazyDfa
 from grammar.automaton.pda import States, expand
 from grammar.masks.index import TokenIndex
-from grammar.masks.words import Words, kept, or_into, scratch, scratch_rows, write_row
+from grammar.masks.words import SPARSE_SHARE, Words, kept, kept_from, or_into, scratch, scratch_rows, write_row
 
 STOP = FLAG_CALLS | FLAG_FINAL  # a call, a return or (empty stack) EOS: a configuration's general path
 Key = tuple[int, bool]  # (DFA state, whether the stack is non-empty), as the state mask cache keys it
@@ -125,13 +125,16 @@ def fill_single(dfa: LazyDfa, index: TokenIndex, configs: States, cache: dict[Ke
     if sm is None:
         walk = index.walk
         words = scratch(index.vocab.num_words)
-        raw = walk.mask(index.tables, dfa, index, d, key[1], words, rows, row)
+        base = slice_base(dfa, index, d)
+        # the walk, the row and the mask as it is kept in one call (three calls cost ~2 us more cold)
+        raw, pairs, based = walk.mask_kept(index.tables, dfa, index, d, key[1], words, rows, row, base,
+                                           len(words) // SPARSE_SHARE)
         if raw is None:
-            sm = cache[key] = keep_walked(dfa, index, d, words, None)
+            sm = cache[key] = StateMask(kept_from(words, pairs, base if based else None, walk.put))
             return sm.words
         walk.resolve(index.tables, dfa, [(stack, raw)], words)
         walk.put(rows, row, b"", words)  # (rows[row] = words, in C: numpy's copy costs more on a cold path)
-        return kept(words, slice_base(dfa, index, d), walk.sparse, walk.put)  # (resolve only adds tokens)
+        return kept(words, base, walk.sparse, walk.put)  # (resolve only adds tokens)
     if not sm.stack_free():
         return None
     write_row(sm.words, rows, row)

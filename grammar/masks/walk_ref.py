@@ -64,6 +64,21 @@ def mask(tables: Tables, dfa: Any, vocab: Any, state: int, nonempty: bool, out: 
     return escapes
 
 
+def mask_kept(tables: Tables, dfa: Any, vocab: Any, state: int, nonempty: bool, out: np.ndarray,
+              rows: np.ndarray, row: int, base: np.ndarray | None,
+              limit: int) -> tuple[bytes | None, bytes | None, bool]:
+    """mask() with rows, and when the walk has no escapes the mask as grammar/masks/words.py keeps
+    it: (None, pairs apart from base, True), else (None, pairs apart from zero, False), else
+    (None, None, False): dense. With escapes: (escapes, None, False), rows not written."""
+    escapes = mask(tables, dfa, vocab, state, nonempty, out, rows, row)
+    if escapes is not None:
+        return escapes, None, False
+    pairs = None if base is None else sparse(out, limit, base)
+    if pairs is not None:
+        return None, pairs, True
+    return None, sparse(out, limit), False
+
+
 def mask_ends(tables: Tables, dfa: Any, vocab: Any, state: int, nonempty: bool,
               out: np.ndarray) -> tuple[bytes | None, list[int]]:
     """mask() and the distinct states the allowed tokens end in, those of the longest tokens

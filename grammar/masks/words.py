@@ -61,9 +61,15 @@ def kept(scratch: np.ndarray, base: np.ndarray | None, sparse: Sparse, put: Put)
     if raw is None:
         base = None
         raw = sparse(scratch, limit)
-        if raw is None:
-            return scratch.copy()
-    return SparseWords(raw, base, len(scratch), put)
+    return kept_from(scratch, raw, base, put)
+
+
+def kept_from(scratch: np.ndarray, pairs: bytes | None, base: np.ndarray | None, put: Put) -> Words:
+    """`kept` from the pairs a walk's sparse found (apart from `base`, or None for zero), or a
+    dense copy of `scratch` when it found none (the walk's mask_kept makes both in one call)."""
+    if pairs is None:
+        return scratch.copy()
+    return SparseWords(pairs, base, len(scratch), put)
 
 
 def dense(words: Words) -> np.ndarray:

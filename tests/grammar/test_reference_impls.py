@@ -18,7 +18,8 @@ from grammar.frontends.lark import lark_to_grammar
 from grammar.frontends.regex import regex_to_node
 from grammar.ir import Grammar
 from grammar.masks import walk_ref
-from grammar.masks.index import c_walk
+from grammar.masks.index import TokenIndex, c_walk
+from grammar.masks.state_masks import slice_base
 from tests.grammar.test_mask_paths import LARK, SCHEMAS, _random_vocab
 
 needs_c = pytest.mark.skipif(CBuilder is None or c_walk is None, reason="grammar's C extensions not built")
@@ -127,6 +128,41 @@ def test_sparse_and_put_match():
                     c_walk.put(rows_c, 1, got, base_arg)
                     walk_ref.put(rows_r, 1, got, base_arg)
                     assert (rows_c == rows_r).all() and (rows_c[1] == words).all()
+
+
+@needs_c
+def test_mask_kept_is_mask_then_sparse_in_both_walks():
+    """mask_kept: the walk, the row and the mask as words.py keeps it, in one call; against mask()
+    and sparse() on the same DFA, and the C walk against the reference, with and without a base."""
+    vocab = _random_vocab(1)
+    ref = vocab.derived("reference index", lambda: TokenIndex(vocab, walk_ref))
+    n = vocab.num_words
+    limit = n // 4
+    seen = set()
+    for source in _sources():
+        g = grammar.compiler_for(vocab).compile(source)
+        for d in range(min(g.dfa.num_states, 40)):
+            for nonempty in (False, True):
+                for base in (None, slice_base(g.dfa, g.index, d), np.zeros(n, np.int32)):
+                    got = []
+                    for walk, index in ((c_walk, g.index), (walk_ref, ref)):
+                        out, rows = np.zeros(n, np.int32), np.full((2, n), 7, np.int32)
+                        got.append((walk.mask_kept(index.tables, g.dfa, index, d, nonempty, out, rows, 1, base, limit),
+                                    rows.copy()))
+                    (c, rows_c), (r, rows_r) = got
+                    assert (c[0] is None) == (r[0] is None) and (rows_c == rows_r).all(), (d, nonempty)
+                    assert c[0] is not None or c == r, (d, nonempty)  # (escapes: the same tokens, written apart)
+                    escapes, pairs, based = c
+                    out = np.zeros(n, np.int32)
+                    assert c_walk.mask(g.index.tables, g.dfa, g.index, d, nonempty, out) == escapes
+                    if escapes is not None:
+                        assert pairs is None and not based and (rows_c[1] == 7).all()
+                        continue
+                    assert (rows_c[1] == out).all() and (rows_c[0] == 7).all()
+                    want = c_walk.sparse(out, limit, base) if base is not None else None
+                    assert (pairs, based) == ((want, True) if want is not None else (c_walk.sparse(out, limit), False))
+                    seen.add((based, pairs is None))
+    assert {(True, False), (False, False)} <= seen  # masks kept apart from a base, and from zero
 
 
 @needs_c
