@@ -1407,21 +1407,6 @@ static PyObject *mask(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     return walk_call((Tables *)args[0], args[1], args[2], s, nonempty, args[5], nargs == 8 ? args[6] : NULL, row, 0);
 }
 
-/* mask_ends(tables, dfa, vocab, state, nonempty, out) -> (mask()'s result, ends): mask() that also
- * returns the list of distinct states the allowed tokens end in (each token's own end state; for
- * a run a slice absorbs, the state where it starts), those of the longest tokens first: the next
- * token boundaries, likeliest first, for grammar/masks/precompute.py. */
-static PyObject *mask_ends(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 6 || Py_TYPE(args[0]) != &TablesType) {
-        PyErr_SetString(PyExc_TypeError, "mask_ends(tables, dfa, vocab, state, nonempty, out)");
-        return NULL;
-    }
-    const long s = PyLong_AsLong(args[3]);
-    const int nonempty = PyObject_IsTrue(args[4]);
-    if ((s == -1 && PyErr_Occurred()) || nonempty < 0) return NULL;
-    return walk_call((Tables *)args[0], args[1], args[2], s, nonempty, args[5], NULL, 0, 1);
-}
-
 /* The words of w[0..n) that differ from base (NULL: all zero) as bytes of int32 pairs (position,
  * value), in order, when at most `limit` do and every bit of base is set in w; else None. */
 static PyObject *sparse_of(const int32_t *w, const int32_t *base, Py_ssize_t n, Py_ssize_t limit) {
@@ -1498,6 +1483,31 @@ static PyObject *sparse(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return result;
 }
 
+/* *pairs = sparse(out, limit, base) and *based = 1 when that is not None (base not None), else
+ * *pairs = sparse(out, limit) and *based = 0 (a new reference either way, None included): the
+ * mask walked into out as grammar/masks/words.py `kept` keeps it. 0, or -1 with an exception. */
+static int kept_pairs(PyObject *out_obj, PyObject *base_obj, Py_ssize_t limit, PyObject **pairs, int *based) {
+    Py_buffer v, b = {0};
+    const int has_base = base_obj != Py_None;
+    *pairs = NULL;
+    *based = 0;
+    if (limit < 0) { PyErr_SetString(PyExc_ValueError, "limit must be >= 0"); return -1; }
+    if (PyObject_GetBuffer(out_obj, &v, PyBUF_C_CONTIGUOUS) < 0) return -1;
+    if (has_base && PyObject_GetBuffer(base_obj, &b, PyBUF_C_CONTIGUOUS) < 0) { PyBuffer_Release(&v); return -1; }
+    if (has_base && b.len != v.len) {
+        PyErr_SetString(PyExc_ValueError, "base must be an int32 array like out");
+    } else {
+        if (has_base && (*pairs = sparse_of(v.buf, b.buf, v.len / 4, limit)) != NULL) {
+            *based = *pairs != Py_None;
+            if (!*based) Py_CLEAR(*pairs);
+        }
+        if (!*based && !PyErr_Occurred()) *pairs = sparse_of(v.buf, NULL, v.len / 4, limit);
+    }
+    PyBuffer_Release(&v);
+    if (has_base) PyBuffer_Release(&b);
+    return *pairs ? 0 : -1;
+}
+
 /* mask_kept(tables, dfa, vocab, state, nonempty, out, rows, row, base, limit) -> (escapes, pairs,
  * based): mask() with rows, and, when the walk has no escapes, the mask as grammar/masks/words.py
  * `kept` keeps it, in the same call (a cold fill's Python around the walk was as long as a short
@@ -1519,30 +1529,37 @@ static PyObject *mask_kept(PyObject *self, PyObject *const *args, Py_ssize_t nar
         return out;
     }
     Py_DECREF(escapes);
-    Py_buffer v, b = {0};
-    if (PyObject_GetBuffer(args[5], &v, PyBUF_C_CONTIGUOUS) < 0) return NULL;
-    const int has_base = args[8] != Py_None;
-    if (has_base && PyObject_GetBuffer(args[8], &b, PyBUF_C_CONTIGUOUS) < 0) { PyBuffer_Release(&v); return NULL; }
-    PyObject *pairs = NULL, *result = NULL;
-    int based = 0;
-    if (has_base && b.len != v.len) {
-        PyErr_SetString(PyExc_ValueError, "base must be an int32 array like out");
-        goto done;
-    }
-    if (has_base) {
-        if (!(pairs = sparse_of(v.buf, b.buf, v.len / 4, limit))) goto done;
-        based = pairs != Py_None;
-    }
-    if (!based) {
-        Py_XDECREF(pairs);
-        if (!(pairs = sparse_of(v.buf, NULL, v.len / 4, limit))) goto done;
-    }
-    result = PyTuple_Pack(3, Py_None, pairs, based ? Py_True : Py_False);
-done:
-    Py_XDECREF(pairs);
-    PyBuffer_Release(&v);
-    if (has_base) PyBuffer_Release(&b);
+    PyObject *pairs;
+    int based;
+    if (kept_pairs(args[5], args[8], limit, &pairs, &based) < 0) return NULL;
+    PyObject *result = PyTuple_Pack(3, Py_None, pairs, based ? Py_True : Py_False);
+    Py_DECREF(pairs);
     return result;
+}
+
+/* mask_ends(tables, dfa, vocab, state, nonempty, out[, base, limit]) -> (mask()'s result, ends): mask() that also
+ * returns the list of distinct states the allowed tokens end in (each token's own end state; for
+ * a run a slice absorbs, the state where it starts), those of the longest tokens first: the next
+ * token boundaries, likeliest first, for grammar/masks/precompute.py. With base and limit:
+ * (escapes, ends, pairs, based), the last two as mask_kept gives them, escapes or not. */
+static PyObject *mask_ends(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if ((nargs != 6 && nargs != 8) || Py_TYPE(args[0]) != &TablesType) {
+        PyErr_SetString(PyExc_TypeError, "mask_ends(tables, dfa, vocab, state, nonempty, out[, base, limit])");
+        return NULL;
+    }
+    const long s = PyLong_AsLong(args[3]);
+    const int nonempty = PyObject_IsTrue(args[4]);
+    const Py_ssize_t limit = nargs == 8 ? PyLong_AsSsize_t(args[7]) : 0;
+    if ((s == -1 && PyErr_Occurred()) || nonempty < 0 || (limit == -1 && PyErr_Occurred())) return NULL;
+    PyObject *result = walk_call((Tables *)args[0], args[1], args[2], s, nonempty, args[5], NULL, 0, 1);
+    if (!result || nargs == 6) return result;
+    PyObject *pairs;  /* with base and limit: also the mask as it is kept (see kept_pairs) */
+    int based;
+    if (kept_pairs(args[5], args[6], limit, &pairs, &based) < 0) { Py_DECREF(result); return NULL; }
+    PyObject *out = PyTuple_Pack(4, PyTuple_GET_ITEM(result, 0), PyTuple_GET_ITEM(result, 1), pairs, based ? Py_True : Py_False);
+    Py_DECREF(result);
+    Py_DECREF(pairs);
+    return out;
 }
 
 /* put(rows, row, pairs, base) -> None: rows[row] = base (None: zero) with the words of the int32

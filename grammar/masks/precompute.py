@@ -18,8 +18,8 @@ from grammar.automaton.constants import FLAG_CALLS
 from grammar.automaton.dfa import LazyDfa
 from grammar.automaton.pda import States
 from grammar.masks.index import TokenIndex
-from grammar.masks.state_masks import Key, StateMask, compute_mask, keep_walked
-from grammar.masks.words import Words, scratch
+from grammar.masks.state_masks import STOP, Key, StateMask, compute_mask, slice_base
+from grammar.masks.words import SPARSE_SHARE, Words, kept_from, scratch
 
 LIKELY_ENDS = 2  # a walk's end states (longest tokens first) taken ahead of the others
 
@@ -67,17 +67,21 @@ class Frontier:
         dfa, index = self.dfa, self.index
         d, nonempty = key
         words = scratch(index.vocab.num_words)
-        raw, ends = index.walk.mask_ends(index.tables, dfa, index, d, nonempty, words)
+        base = slice_base(dfa, index, d)
+        # the walk, its end states and the mask as it is kept, in one call
+        raw, ends, pairs, based = index.walk.mask_ends(index.tables, dfa, index, d, nonempty, words, base,
+                                                       len(words) // SPARSE_SHARE)
         sm = self.state_masks.get(key)  # made meanwhile by a matcher (deferred): walked again for its ends
         if sm is None:
-            sm = self.state_masks[key] = keep_walked(dfa, index, d, words, raw)
+            sm = self.state_masks[key] = StateMask(kept_from(words, pairs, base if based else None, index.walk.put), raw)
         self.walked.add(key)
         self.done += 1
         flags = dfa.flags.item(d)
         if not nonempty:  # the configuration on the empty stack: its mask too
             configs = frozenset((((), d),))
             if configs not in self.masks:  # the state's words when stack-free, else through calls, returns, escapes
-                self.masks[configs] = compute_mask(dfa, index, configs, self.state_masks)
+                stack_free = not flags & STOP and not sm.escapes  # (compute_mask's own first answer)
+                self.masks[configs] = sm.words if stack_free else compute_mask(dfa, index, configs, self.state_masks)
         first = [(t, nonempty) for t in ends[:LIKELY_ENDS]]
         dom = dfa.dominant.item(d)
         if dom >= 0:  # the next state of a run a slice absorbs (tokens ending inside it)

@@ -73,23 +73,30 @@ def mask_kept(tables: Tables, dfa: Any, vocab: Any, state: int, nonempty: bool, 
     escapes = mask(tables, dfa, vocab, state, nonempty, out, rows, row)
     if escapes is not None:
         return escapes, None, False
-    pairs = None if base is None else sparse(out, limit, base)
-    if pairs is not None:
-        return None, pairs, True
-    return None, sparse(out, limit), False
+    return (None,) + _kept_pairs(out, base, limit)
 
 
-def mask_ends(tables: Tables, dfa: Any, vocab: Any, state: int, nonempty: bool,
-              out: np.ndarray) -> tuple[bytes | None, list[int]]:
+def mask_ends(tables: Tables, dfa: Any, vocab: Any, state: int, nonempty: bool, out: np.ndarray,
+              base: np.ndarray | None = None, limit: int | None = None) -> tuple:
     """mask() and the distinct states the allowed tokens end in, those of the longest tokens
-    first (for a subtree a looping state takes whole: that state)."""
+    first (for a subtree a looping state takes whole: that state). With `limit`: also the pairs
+    and `based` of mask_kept (escapes or not): (escapes, ends, pairs, based)."""
     ends: Ends = []
     escapes = _walk_into(tables, dfa, vocab, state, nonempty, out, ends)
     best: dict[int, int] = {}
     for s, n in ends:
         if n > best.get(s, -1):
             best[s] = n
-    return escapes, sorted(best, key=lambda s: (-best[s], s))
+    order = sorted(best, key=lambda s: (-best[s], s))
+    if limit is None:
+        return escapes, order
+    return (escapes, order) + _kept_pairs(out, base, limit)
+
+
+def _kept_pairs(out: np.ndarray, base: np.ndarray | None, limit: int) -> tuple[bytes | None, bool]:
+    """(sparse(out, limit, base), True) when that is not None, else (sparse(out, limit), False)."""
+    pairs = None if base is None else sparse(out, limit, base)
+    return (pairs, True) if pairs is not None else (sparse(out, limit), False)
 
 
 def _walk_into(tables: Tables, dfa: Any, vocab: Any, state: int, nonempty: bool, out: np.ndarray,

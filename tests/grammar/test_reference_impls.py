@@ -133,7 +133,8 @@ def test_sparse_and_put_match():
 @needs_c
 def test_mask_kept_is_mask_then_sparse_in_both_walks():
     """mask_kept: the walk, the row and the mask as words.py keeps it, in one call; against mask()
-    and sparse() on the same DFA, and the C walk against the reference, with and without a base."""
+    and sparse() on the same DFA, and the C walk against the reference, with and without a base;
+    mask_ends with a base and a limit gives the same kept mask beside its end states."""
     vocab = _random_vocab(1)
     ref = vocab.derived("reference index", lambda: TokenIndex(vocab, walk_ref))
     n = vocab.num_words
@@ -155,6 +156,11 @@ def test_mask_kept_is_mask_then_sparse_in_both_walks():
                     escapes, pairs, based = c
                     out = np.zeros(n, np.int32)
                     assert c_walk.mask(g.index.tables, g.dfa, g.index, d, nonempty, out) == escapes
+                    ends_c = c_walk.mask_ends(g.index.tables, g.dfa, g.index, d, nonempty, np.zeros(n, np.int32), base, limit)
+                    ends_r = walk_ref.mask_ends(ref.tables, g.dfa, ref, d, nonempty, np.zeros(n, np.int32), base, limit)
+                    plain = c_walk.mask_ends(g.index.tables, g.dfa, g.index, d, nonempty, np.zeros(n, np.int32))
+                    assert ends_c[:2] == plain and ends_c[2:] == ends_r[2:], (d, nonempty)  # (kept: escapes or not)
+                    assert escapes is not None or ends_c[2:] == (pairs, based)
                     if escapes is not None:
                         assert pairs is None and not based and (rows_c[1] == 7).all()
                         continue
