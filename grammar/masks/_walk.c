@@ -1537,8 +1537,8 @@ static PyObject *mask_kept(PyObject *self, PyObject *const *args, Py_ssize_t nar
     return result;
 }
 
-/* mask_ends(tables, dfa, vocab, state, nonempty, out[, base, limit]) -> (mask()'s result, ends): mask() that also
- * returns the list of distinct states the allowed tokens end in (each token's own end state; for
+/* mask_ends(tables, dfa, vocab, state, nonempty, out[, base, limit]) -> (mask()'s result, ends):
+ * mask() that also returns the list of distinct states the allowed tokens end in (each token's own end state; for
  * a run a slice absorbs, the state where it starts), those of the longest tokens first: the next
  * token boundaries, likeliest first, for grammar/masks/precompute.py. With base and limit:
  * (escapes, ends, pairs, based), the last two as mask_kept gives them, escapes or not. */
