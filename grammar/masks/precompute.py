@@ -18,8 +18,8 @@ from grammar.automaton.constants import FLAG_CALLS
 from grammar.automaton.dfa import LazyDfa
 from grammar.automaton.pda import States
 from grammar.masks.index import TokenIndex
-from grammar.masks.state_masks import STOP, Key, StateMask, compute_mask, slice_base
-from grammar.masks.words import SPARSE_SHARE, Words, kept_from, scratch
+from grammar.masks.state_masks import STOP, Key, StateMask, compute_mask, kept_after_walk, slice_base
+from grammar.masks.words import SPARSE_SHARE, Words, scratch
 
 LIKELY_ENDS = 2  # a walk's end states (longest tokens first) taken ahead of the others
 
@@ -73,7 +73,7 @@ class Frontier:
                                                        len(words) // SPARSE_SHARE)
         sm = self.state_masks.get(key)  # made meanwhile by a matcher (deferred): walked again for its ends
         if sm is None:
-            sm = self.state_masks[key] = StateMask(kept_from(words, pairs, base if based else None, index.walk.put), raw)
+            sm = self.state_masks[key] = StateMask(kept_after_walk(dfa, index, d, words, pairs, based, base), raw)
         self.walked.add(key)
         self.done += 1
         flags = dfa.flags.item(d)

@@ -39,16 +39,28 @@ class StateMask:
         return not self.escapes
 
 
-def slice_base(dfa: LazyDfa, index: TokenIndex, d: int) -> np.ndarray | None:
+def slice_base(dfa: LazyDfa, index: TokenIndex, d: int, closed: bool | None = None) -> np.ndarray | None:
     """The words of the slice that state d absorbs (what its walk started from), if any; for a
     state closed on string text, the text slice's (its walk takes them whole: an open object's
     key, whose mask, all text tokens and a few more, was otherwise kept as a dense copy after two
-    failed sparse scans)."""
+    failed sparse scans). `closed`: dfa.closed_known(d), if the caller asked it already."""
     sl = dfa.slice_of.item(d)
     text = index.slices.utf8_text_slice
-    if sl != text and dfa.closed_known(d):
+    if sl != text and (dfa.closed_known(d) if closed is None else closed):
         return index.slice_list[text].words
     return index.slice_list[sl].words_upto(dfa.absorb.item(d)) if sl >= 0 else None
+
+
+def kept_after_walk(dfa: LazyDfa, index: TokenIndex, d: int, words: np.ndarray, pairs: bytes | None, based: bool,
+                    base: np.ndarray | None) -> Words:
+    """The mask d's walk wrote into `words`, as it is kept: from the pairs the walk found apart from
+    `base` (d's slice base asked before the walk) or from zero; where it found none, again from
+    slice_base now: the walk may have prepared d's slice, widened it to UTF-8 text or found d closed
+    on text (9 % of a benchmark's cold fills, whose masks were otherwise kept as dense copies)."""
+    walk = index.walk
+    if pairs is None:
+        return kept(words, slice_base(dfa, index, d), walk.sparse, walk.put)
+    return kept_from(words, pairs, base if based else None, walk.put)
 
 
 def keep_walked(dfa: LazyDfa, index: TokenIndex, d: int, words: np.ndarray, escapes: bytes | None) -> StateMask:
@@ -130,11 +142,11 @@ def fill_single(dfa: LazyDfa, index: TokenIndex, configs: States, cache: dict[Ke
         raw, pairs, based = walk.mask_kept(index.tables, dfa, index, d, key[1], words, rows, row, base,
                                            len(words) // SPARSE_SHARE)
         if raw is None:
-            sm = cache[key] = StateMask(kept_from(words, pairs, base if based else None, walk.put))
+            sm = cache[key] = StateMask(kept_after_walk(dfa, index, d, words, pairs, based, base))
             return sm.words
         walk.resolve(index.tables, dfa, [(stack, raw)], words)
         walk.put(rows, row, b"", words)  # (rows[row] = words, in C: numpy's copy costs more on a cold path)
-        return kept(words, base, walk.sparse, walk.put)  # (resolve only adds tokens)
+        return kept(words, slice_base(dfa, index, d), walk.sparse, walk.put)  # (resolve only adds tokens)
     if not sm.stack_free():
         return None
     write_row(sm.words, rows, row)
