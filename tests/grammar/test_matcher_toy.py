@@ -113,6 +113,16 @@ def test_compiled_grammars_are_cached_per_vocabulary(vocab):
     assert grammar.compile_json_schema(SCHEMA, other) is not grammar.compile_json_schema(SCHEMA, vocab)
 
 
+def test_a_cleared_cache_compiles_anew_and_leaves_matchers_working(vocab):
+    compiled = grammar.compile_json_schema(SCHEMA, vocab)
+    m = compiled.matcher()
+    grammar.compiler_for(vocab).clear_cache()
+    again = grammar.compile_json_schema(SCHEMA, vocab)
+    assert again is not compiled and again is grammar.compile_json_schema(SCHEMA, vocab)
+    m2 = again.matcher()
+    assert allowed(m, vocab) == allowed(m2, vocab)  # the dropped grammar still serves its matcher
+
+
 def test_recursive_grammar_masks_depend_on_the_stack():
     vocab = grammar.Vocabulary([b"(", b")", b"()", b"x"], [4], 5)
     g = grammar.compile_lark('start: "(" start ")" | "x"', vocab)
