@@ -103,8 +103,12 @@ _local = threading.local()  # per thread: reused walk buffers
 
 def scratch(num_words: int, slot: int = 0) -> np.ndarray:
     """This thread's reused int32 [num_words] buffer for walks (its pages faulted in once);
-    slot 1 for the general mask path, whose state masks' walks use slot 0 meanwhile."""
-    return _buffers(num_words, slot)[0]
+    slot 1 for the general mask path, whose state masks' walks use slot 0 meanwhile. (Every cold
+    fill asks: the found buffer is looked up here at once, without `_buffers`' call.)"""
+    try:
+        return _local.by_size[num_words, slot][0]
+    except (AttributeError, KeyError):
+        return _buffers(num_words, slot)[0]
 
 
 def scratch_rows(num_words: int, slot: int = 0) -> np.ndarray:
