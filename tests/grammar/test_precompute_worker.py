@@ -15,6 +15,8 @@ from grammar import precompute_worker
 from grammar.compiled import CompiledGrammar
 from grammar.compiler import Compiler
 from grammar.frontends.json_schema import compile_schema_to_grammar
+from grammar.frontends.lark import lark_to_grammar
+from grammar.masks.precompute import Frontier
 from grammar.masks.state_masks import STOP, compute_mask
 from grammar.masks.words import dense
 from grammar.precompute_worker import PrecomputeWorker
@@ -265,3 +267,20 @@ def test_past_max_waiting_the_oldest_waiting_grammar_is_given_up(monkeypatch):
     busy.set()
     assert [g.precompute_done.is_set() for g in grammars] == [True, True] + [False] * precompute_worker.MAX_WAITING
     assert len(worker._todo) == precompute_worker.MAX_WAITING
+
+
+def test_the_first_masks_follow_the_start_before_other_rules_starts():
+    """The frontier walks outward from the start; a rule's start waits until a walk meets a call of
+    it (or the likely states run out), so a grammar of many rules does not spend the first masks'
+    budget away from the document's path."""
+    compiled = Compiler(byte_vocab()).compile(lark_to_grammar('start: "a" "b" x\nx: "(" x ")" | "z"'), deferred=True)
+    dfa = compiled.dfa
+    assert len(dfa.rule_start) == 2  # x is recursive: a rule of its own, entered by a call
+    ((_, after_a),) = compiled.advance(compiled.initial, b"a")
+    ((_, after_ab),) = compiled.advance(compiled.initial, b"ab")
+    frontier = Frontier(dfa, compiled.index, {}, {})
+    walked = []
+    while frontier.step():
+        walked.append(next(k for k in frontier.walked if k not in walked))
+    assert walked[:2] == [(dfa.rule_start[0], False), (after_a, False)]
+    assert walked.index((dfa.rule_start[1], True)) > walked.index((after_ab, False))  # reached through the call
