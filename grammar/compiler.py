@@ -94,7 +94,7 @@ class Compiler:
     def clear_cache(self) -> None:
         """Drop every cached grammar (matchers of them keep theirs). A compile whose grammars stay
         cached takes fresh memory from the system, which a compile after a freed one reuses: on the
-        dev schemas (SmolLM2, flexible) ~1.3 MiB a grammar at p50, ~270 page faults of ~4 us on a
+        dev schemas (SmolLM2, flexible) ~1.3 MiB a grammar at p50, ~180 page faults of ~4 us on a
         VM; benchmarks/grammar.py clears after each schema, as xgrammar runs there with its cache
         off, so that both compile into memory another grammar freed."""
         with self._lock:

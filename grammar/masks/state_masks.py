@@ -39,14 +39,15 @@ class StateMask:
         return not self.escapes
 
 
-def slice_base(dfa: LazyDfa, index: TokenIndex, d: int, closed: bool | None = None) -> np.ndarray | None:
+def slice_base(dfa: LazyDfa, index: TokenIndex, d: int) -> np.ndarray | None:
     """The words of the slice that state d absorbs (what its walk started from), if any; for a
     state closed on string text, the text slice's (its walk takes them whole: an open object's
     key, whose mask, all text tokens and a few more, was otherwise kept as a dense copy after two
-    failed sparse scans). `closed`: dfa.closed_known(d), if the caller asked it already."""
+    failed sparse scans). On every cold fill: the builder answers dfa.closed_known(d) without the
+    LazyDfa method's call."""
     sl = dfa.slice_of.item(d)
     text = index.slices.utf8_text_slice
-    if sl != text and (dfa.builder.closed_known(d) if closed is None else closed):  # (dfa.closed_known's answer)
+    if sl != text and dfa.builder.closed_known(d):
         return index.slice_list[text].words
     return index.slice_list[sl].words_upto(dfa.absorb.item(d)) if sl >= 0 else None
 
@@ -60,7 +61,7 @@ def kept_after_walk(dfa: LazyDfa, index: TokenIndex, d: int, words: np.ndarray, 
     walk = index.walk
     if pairs is None:
         return kept(words, slice_base(dfa, index, d), walk.sparse, walk.put)
-    return SparseWords(pairs, base if based else None, len(words), walk.put)  # (kept_from's, one call less on every cold fill)
+    return SparseWords(pairs, base if based else None, len(words), walk.put)
 
 
 def keep_walked(dfa: LazyDfa, index: TokenIndex, d: int, words: np.ndarray, escapes: bytes | None) -> StateMask:

@@ -55,21 +55,14 @@ Words = np.ndarray | SparseWords  # a mask, int32 [num_words] or its words apart
 def kept(scratch: np.ndarray, base: np.ndarray | None, sparse: Sparse, put: Put) -> Words:
     """The mask just walked into `scratch` (reused by the next walk) as it is kept: its words
     apart from `base` (if it holds base whole) or from zero when few, else a dense copy; `sparse`
-    and `put` are the walk's."""
+    and `put` are the walk's. (A walk's mask_kept / mask_ends find the same pairs in their own
+    call: grammar/masks/state_masks.py kept_after_walk.)"""
     limit = len(scratch) // SPARSE_SHARE
     raw = None if base is None else sparse(scratch, limit, base)
     if raw is None:
         base = None
         raw = sparse(scratch, limit)
-    return kept_from(scratch, raw, base, put)
-
-
-def kept_from(scratch: np.ndarray, pairs: bytes | None, base: np.ndarray | None, put: Put) -> Words:
-    """`kept` from the pairs a walk's sparse found (apart from `base`, or None for zero), or a
-    dense copy of `scratch` when it found none (the walk's mask_kept makes both in one call)."""
-    if pairs is None:
-        return scratch.copy()
-    return SparseWords(pairs, base, len(scratch), put)
+    return scratch.copy() if raw is None else SparseWords(raw, base, len(scratch), put)
 
 
 def dense(words: Words) -> np.ndarray:
