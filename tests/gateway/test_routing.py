@@ -107,8 +107,10 @@ async def test_autoscaling_adds_under_a_queue_and_removes_when_idle(tokenizer):
         late2 = asyncio.create_task(_drain(await pool.submit("late2", [8, 8], SamplingParams(max_tokens=3))))
         await wait_until(lambda: pool.scaling_problem is not None)  # reported, not retried in a loop
         assert "0 CPUs free" in pool.scaling_problem and pool.size == 3
-        for engine in (first, *made):
-            engine.resume()
+        for engine in made:  # the added replicas finish first, then the first one (whose "held" waits):
+            engine.resume()  # the first is idle last, so which replica stays does not race the machine
+        await wait_until(lambda: all(e.num_inflight == 0 for e in made))
+        first.resume()
         await asyncio.gather(held_task, late, late2)
         await wait_until(lambda: pool.size == 1)  # idle replicas go, newest first, down to the minimum
         assert pool.num_scale_ups == 2 and pool.num_scale_downs == 2 and pool.max_queued == 8
