@@ -12,6 +12,7 @@ from grammar.automaton.pda import States, advance, is_complete
 from grammar.bitmask import BitmaskViews
 from grammar.ir import Grammar
 from grammar.masks.index import MAX_RUN, TokenIndex
+from grammar.masks.likely_path import path_keys
 from grammar.masks.precompute import Frontier
 from grammar.masks.slices import ASCII_TEXT_SLICE
 from grammar.masks.state_masks import Key, StateMask, compute_mask, fill_single
@@ -90,7 +91,8 @@ class CompiledGrammar:
         self.masks: dict[States, Words] = {}  # by configurations; read by matchers, written under the lock
         self._complete: dict[States, bool] = {}
         self._precomputed = 0
-        self._frontier: Frontier | None = Frontier(self.dfa, index, self._state_masks, self.masks)
+        path = path_keys(grammar.likely, self.vocab, self.dfa, index.walk, self.initial) if grammar.likely else None
+        self._frontier: Frontier | None = Frontier(self.dfa, index, self._state_masks, self.masks, path)
         self.precompute_done = threading.Event()
         if not deferred:
             self._frontier.run(PRECOMPUTE_STATES, PRECOMPUTE_BUDGET_S)

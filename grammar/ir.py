@@ -55,10 +55,13 @@ NOTHING = Alt(())
 
 @dataclass(slots=True)
 class Grammar:
-    """Named rules; `start` names the rule that the whole output must match."""
+    """Named rules; `start` names the rule that the whole output must match. `likely`: texts a
+    model is likely to write (a frontend's guess, grammar/frontends/json_likely.py), whose states
+    the compiled grammar makes masks for first; they constrain nothing."""
 
     rules: dict[str, Node] = field(default_factory=dict)
     start: str = "start"
+    likely: tuple[bytes, ...] = ()
 
 
 def seq(*items: Node) -> Node:

@@ -14,6 +14,7 @@ from grammar.frontends.json_merge import (ANNOTATIONS, FORBID, ONE_OF_REQUIRED, 
 from grammar.frontends.json_closed import closed_copy
 from grammar.frontends.json_conditions import hoist_condition, if_then_else, negate
 from grammar.frontends.json_drafts import as_validated
+from grammar.frontends.json_likely import likely_texts
 from grammar.frontends.json_numbers import integer_node, number_node
 from grammar.frontends.json_one_of import narrow_one_of
 from grammar.frontends.json_order import MAX_ANY_ORDER_SIZE, check_property_order
@@ -441,4 +442,6 @@ def compile_schema_to_grammar(schema: dict[str, Any] | str | bool, whitespace_mo
             schema = json.loads(schema)
         except json.JSONDecodeError as exc:
             raise GrammarError(f"schema is not valid JSON: {exc}") from None
-    return SchemaCompiler(schema, whitespace_mode, strict, property_order).compile()
+    grammar = SchemaCompiler(schema, whitespace_mode, strict, property_order).compile()
+    grammar.likely = likely_texts(schema, whitespace_mode)
+    return grammar

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from collections.abc import Iterator
 
 from grammar.automaton.constants import FLAG_CALLS
 from grammar.automaton.dfa import LazyDfa
@@ -34,11 +35,16 @@ class Frontier:
     walked again for the states its tokens end in, and its mask kept as it is). The states the longest tokens end in
     go first (a tokenizer's merges make long tokens: `{"` + `name`, not `n` + `am`)."""
 
-    __slots__ = ("dfa", "index", "state_masks", "masks", "likely", "other", "in_likely", "in_other", "walked", "done")
+    __slots__ = ("dfa", "index", "state_masks", "masks", "path", "pending", "likely", "other", "in_likely", "in_other",
+                 "walked", "done")
 
     def __init__(self, dfa: LazyDfa, index: TokenIndex, state_masks: dict[Key, StateMask],
-                 masks: dict[States, Words]) -> None:
+                 masks: dict[States, Words], path: Iterator[Key] | None = None) -> None:
         self.dfa, self.index, self.state_masks, self.masks = dfa, index, state_masks, masks
+        # Before all of them, the states of a text the model is likely to write, in its order
+        # (grammar/masks/likely_path.py), each walked when reached like any other.
+        self.path = path
+        self.pending: list[tuple[int, bool, list[int], int]] = []  # the path's walks: (state, stack, ends, flags)
         # The start, then outward from it; the other rules' starts among the others, each taken
         # among the likely ones when a walk meets a call of it (see `step`). All of them first took
         # the first steps of a grammar of many rules (about 30 states fit FIRST_MASKS_BUDGET_S) away
@@ -57,7 +63,16 @@ class Frontier:
     def _next(self) -> Key | None:
         """The next state not walked here yet, or None when none is left."""
         while True:
-            if self.likely:
+            if self.path is not None:
+                key = next(self.path, None)
+                if key is None:  # the path is over: outward from its states, in their order
+                    self.path = None
+                    for walked in self.pending:
+                        self._queue(*walked)
+                    self.pending.clear()
+                    continue
+                self.in_likely.add(key)  # (not queued again when a walk meets it)
+            elif self.likely:
                 key = self.likely.popleft()
             elif self.other:
                 key = self.other.popleft()
@@ -89,6 +104,15 @@ class Frontier:
             if configs not in self.masks:  # the state's words when stack-free, else through calls, returns, escapes
                 stack_free = not flags & STOP and not sm.escapes  # (compute_mask's own first answer)
                 self.masks[configs] = sm.words if stack_free else compute_mask(dfa, index, configs, self.state_masks)
+        if self.path is not None:  # queued once the path is over (not needed before, and a step's ~3 us)
+            self.pending.append((d, nonempty, ends, flags))
+        else:
+            self._queue(d, nonempty, ends, flags)
+        return True
+
+    def _queue(self, d: int, nonempty: bool, ends: list[int], flags: int) -> None:
+        """Queue the states state d's walk leads to: the likely ones, then the others."""
+        dfa = self.dfa
         first = [(t, nonempty) for t in ends[:LIKELY_ENDS]]
         dom = dfa.dominant.item(d)
         if dom >= 0:  # the next state of a run a slice absorbs (tokens ending inside it)
@@ -105,7 +129,6 @@ class Frontier:
             if k not in self.in_likely and k not in self.in_other:
                 self.in_other.add(k)
                 self.other.append(k)
-        return True
 
     def run(self, max_states: int, budget_s: float) -> int:
         """Step until `max_states` states are walked here, none is left or about `budget_s` seconds
