@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import json
 from typing import Any
-from urllib.parse import unquote
+
+from grammar.errors import GrammarError
+from grammar.frontends.json_merge import resolve_pointer
 
 MAX_DEPTH = 12  # nested values ($ref hops included) before a guess stops descending
 MAX_BYTES = 2048  # the guess's text is cut here: the precompute's budget covers its first few dozen tokens
@@ -56,19 +58,10 @@ def _resolve(root: Any, ref: Any) -> Any:
     """A local $ref's target ('#', '#/definitions/x', '#/$defs/x', ...), or _NOTHING."""
     if not isinstance(ref, str) or not ref.startswith("#"):
         return _NOTHING
-    node = root
-    pointer = ref[1:]
-    if pointer in ("", "/"):
-        return root
-    for raw in pointer.lstrip("/").split("/"):
-        part = unquote(raw).replace("~1", "/").replace("~0", "~")
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return _NOTHING
-    return node
+    try:
+        return resolve_pointer(root, ref[1:], "")
+    except GrammarError:
+        return _NOTHING
 
 
 def _merged(root: Any, schema: dict, parts: list) -> dict:
