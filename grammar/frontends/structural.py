@@ -28,8 +28,11 @@ def _rename(node: Node, prefix: str) -> Node:
     return node
 
 
-def _alternatives(spec: dict[str, Any], rules: dict[str, Node], strict: bool) -> list[tuple[bytes, Node]]:
-    """(begin bytes, body = schema + end) per alternative; the schemas' rules go into `rules`."""
+def _alternatives(spec: dict[str, Any], rules: dict[str, Node], strict: bool,
+                  likely: list[bytes] | None = None) -> list[tuple[bytes, Node]]:  # fmt: skip
+    """(begin bytes, body = schema + end) per alternative; the schemas' rules go into `rules`, and
+    into `likely` the first alternative's call as its arguments' likely texts make it (a forced tool
+    choice has one alternative; of several, the first is a guess like any other)."""
     alts = spec.get("alternatives")
     if not isinstance(alts, list) or not alts:
         raise GrammarError("structural tag: 'alternatives' must be a non-empty list")
@@ -44,6 +47,8 @@ def _alternatives(spec: dict[str, Any], rules: dict[str, Node], strict: bool) ->
             sub = _arguments_grammar(item, ws, i, strict)
         except GrammarError as exc:
             raise GrammarError(f"structural tag: alternatives/{i}/schema: {exc}") from None
+        if likely is not None and not likely:
+            likely += [item["begin"].encode() + text + item["end"].encode() for text in sub.likely]
         prefix = f"tag{i}/"
         for name, node in sub.rules.items():
             rules[prefix + name] = _rename(node, prefix)
@@ -95,7 +100,8 @@ def structural_to_grammar(spec: dict[str, Any], strict: bool = False) -> Grammar
         if key not in known:
             raise GrammarError(f"structural tag: unknown field {key!r}")
     rules: dict[str, Node] = {}
-    calls = _alternatives(spec, rules, strict)
+    likely: list[bytes] = []  # a call as the model is likely to write it (grammar/frontends/json_likely.py)
+    calls = _alternatives(spec, rules, strict, likely)
     free = bool(spec.get("allow_free_text", False))
     min_calls = spec.get("min_calls", 0 if free else 1)
     max_calls = spec.get("max_calls")
@@ -105,7 +111,7 @@ def structural_to_grammar(spec: dict[str, Any], strict: bool = False) -> Grammar
         if max(min_calls, max_calls or 0) > MAX_COUNTED_CALLS:
             raise GrammarError(f"structural tag: with free text min_calls and max_calls are at most {MAX_COUNTED_CALLS}")
         rules["start"] = _text_graph(calls, min_calls, max_calls)
-        return Grammar(rules, "start")
+        return Grammar(rules, "start", tuple(likely))
     sep = spec.get("separator", "")
     if not isinstance(sep, str):
         raise GrammarError("structural tag: 'separator' must be a string")
@@ -113,4 +119,4 @@ def structural_to_grammar(spec: dict[str, Any], strict: bool = False) -> Grammar
     more = Repeat(seq(lit(sep), call), max(min_calls - 1, 0), None if max_calls is None else max_calls - 1)
     body = seq(call, more)
     rules["start"] = opt(body) if min_calls == 0 else body
-    return Grammar(rules, "start")
+    return Grammar(rules, "start", tuple(likely))

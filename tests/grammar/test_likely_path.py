@@ -144,3 +144,29 @@ def test_the_frontier_walks_the_path_first_then_outward_from_its_states():
     while plain.step():
         pass
     assert plain.walked == frontier.walked  # the same states in the end, in another order
+
+
+def test_a_tool_call_grammar_is_likely_to_call_its_first_tool_with_guessed_arguments():
+    """A structural tag (how the gateway constrains tool calls) carries its first alternative's call
+    as the likely text: begin, the arguments' guess, end; the whole call is a path through it."""
+    from grammar.frontends.structural import structural_to_grammar
+
+    spec = {"alternatives": [
+        {"begin": '<tool_call>{"name": "get_weather", "arguments": ', "end": "}</tool_call>",
+         "schema": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+                    "required": ["city"]}},
+        {"begin": '<tool_call>{"name": "search", "arguments": ', "end": "}</tool_call>",
+         "schema": {"type": "object", "properties": {"q": {"type": "string"}}}}],
+        "allow_free_text": True}
+    ir = structural_to_grammar(spec)
+    call = b'<tool_call>{"name": "get_weather", "arguments": {"city":"text","days":1}}</tool_call>'
+    assert ir.likely == (call,)
+    vocab = word_vocab()
+    compiled = Compiler(vocab).compile(ir, deferred=True)
+    configs = compiled.initial
+    for token in split_tokens(call, vocab):
+        configs = compiled.advance(configs, token)
+        assert configs  # every token of the guessed call is allowed
+    assert compiled.is_complete(configs)
+    keys = list(path_keys(ir.likely, vocab, compiled.dfa, compiled.index.walk, compiled.initial))
+    assert len(keys) > 20  # the call's states, from the free text's start to the end string's
