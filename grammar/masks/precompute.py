@@ -1,10 +1,11 @@
 """Masks made ahead of use, so that decoding's first steps find them made.
 
 A mask made lazily costs its step 5-30 us of trie walk plus the Python around it; made ahead it
-costs a dictionary hit (~2 us). Which states to make: the token boundaries nearest the start,
-breadth-first, those the longest tokens reach first — the walk of a state reports the states its
-allowed tokens end in (the walk's `mask_ends`), and those are the states the next step's
-mask starts from. Bounded by a count and a time budget; whatever is not made here is made on
+costs a dictionary hit (~2 us). Which states to make: first those a text the model is likely to
+write reaches at its token boundaries (grammar/masks/likely_path.py, when the front end guessed
+one), then the token boundaries nearest the start, breadth-first, those the longest tokens reach
+first — the walk of a state reports the states its allowed tokens end in (the walk's
+`mask_ends`), and those are the states the next step's mask starts from. Bounded by a count and a time budget; whatever is not made here is made on
 first use. `Frontier` walks one state per `step`, so that the caller can run it under its
 grammar's lock a state at a time (grammar/precompute_worker.py, after the compile returned).
 """
@@ -64,7 +65,10 @@ class Frontier:
         """The next state not walked here yet, or None when none is left."""
         while True:
             if self.path is not None:
-                key = next(self.path, None)
+                try:
+                    key = next(self.path, None)
+                except Exception:  # noqa: BLE001 - a guess must never fail a compile: its path ends there
+                    key = None
                 if key is None:  # the path is over: outward from its states, in their order
                     self.path = None
                     for walked in self.pending:

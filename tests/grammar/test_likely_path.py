@@ -170,3 +170,23 @@ def test_a_tool_call_grammar_is_likely_to_call_its_first_tool_with_guessed_argum
     assert compiled.is_complete(configs)
     keys = list(path_keys(ir.likely, vocab, compiled.dfa, compiled.index.walk, compiled.initial))
     assert len(keys) > 20  # the call's states, from the free text's start to the end string's
+
+
+def test_a_path_that_fails_ends_there_and_the_frontier_goes_on_outward():
+    """A guess must never fail a compile: an error while running its path ends the path."""
+    vocab = word_vocab()
+    schema = {"type": "object", "properties": {"user": {"type": "string"}, "id": {"type": "integer"}}}
+    compiled = Compiler(vocab).compile(compile_schema_to_grammar(schema), deferred=True)
+    start = next(path_keys((b"{}",), vocab, compiled.dfa, compiled.index.walk, compiled.initial))
+
+    def broken():
+        yield start
+        raise MemoryError("a path that cannot go on")
+
+    frontier = Frontier(compiled.dfa, compiled.index, {}, {}, broken())
+    while frontier.step():
+        pass
+    plain = Frontier(compiled.dfa, compiled.index, {}, {})
+    while plain.step():
+        pass
+    assert frontier.path is None and frontier.walked == plain.walked
