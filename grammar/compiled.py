@@ -8,7 +8,7 @@ import numpy as np
 
 from grammar.automaton.dfa import DEFAULT_BUILDER, LazyDfa
 from grammar.automaton.nfa import build_nfa
-from grammar.automaton.pda import States, advance, is_complete
+from grammar.automaton.pda import States, advance_by, is_complete
 from grammar.bitmask import BitmaskViews
 from grammar.ir import Grammar
 from grammar.masks.index import MAX_RUN, TokenIndex
@@ -162,16 +162,7 @@ class CompiledGrammar:
 
     def advance(self, configs: States, data: bytes) -> States:
         with self.lock:
-            if len(configs) == 1:  # one configuration: run the DFA in the walk (C) up to a call or return
-                ((stack, d),) = configs
-                s, pos = self.index.walk.run(self.dfa, d, data, 0, bool(stack))
-                if s < 0:
-                    return frozenset()
-                configs = frozenset(((stack, s),))
-                if pos == len(data):
-                    return configs
-                data = data[pos:]  # stopped before a call or a return: the pushdown step below
-            return advance(self.dfa, configs, data)
+            return advance_by(self.dfa, configs, data, self.index.walk.run)
 
     def is_complete(self, configs: States) -> bool:
         done = self._complete.get(configs)

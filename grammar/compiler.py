@@ -27,6 +27,7 @@ from grammar.frontends.structural import structural_to_grammar
 from grammar.ir import Grammar, literals
 from grammar.masks import walk_ref
 from grammar.masks.index import DEFAULT_WALK, TokenIndex
+from grammar.masks.likely_path import token_texts
 from grammar.precompute_worker import PrecomputeWorker
 from grammar.vocab import Vocabulary
 
@@ -173,8 +174,10 @@ def compiler_for(vocab: Vocabulary) -> Compiler:
 
 
 def prepare(vocab: Vocabulary) -> None:
-    """Build the vocabulary's compiler (its token index) now rather than at its first compile."""
+    """Build the vocabulary's compiler (its token index) and the token texts the likely paths split
+    into (grammar/masks/likely_path.py) now rather than at its first compile."""
     compiler_for(vocab)
+    token_texts(vocab)  # (not in the compiler's constructor: vocab.derived's lock is not re-entrant)
 
 
 def compile_json_schema(schema: dict[str, Any] | str | bool, vocab: Vocabulary, whitespace: str = "compact",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from grammar.automaton.constants import MAX_CONFIGS, MAX_STACK
 from grammar.automaton.dfa import LazyDfa
 
@@ -56,3 +58,18 @@ def advance(dfa: LazyDfa, configs: States, data: bytes) -> States:
             return frozenset()
         cur = frozenset(nxt)
     return cur
+
+
+def advance_by(dfa: LazyDfa, configs: States, data: bytes, run: Callable[..., tuple[int, int]]) -> States:
+    """`advance`, with one configuration's bytes run by the walk's `run` (C) up to a call or a
+    return, the pushdown step only after it (a compiled grammar's advance; the likely path's)."""
+    if len(configs) == 1:
+        ((stack, d),) = configs
+        s, pos = run(dfa, d, data, 0, bool(stack))
+        if s < 0:
+            return frozenset()
+        configs = frozenset(((stack, s),))
+        if pos == len(data):
+            return configs
+        data = data[pos:]  # stopped before a call or a return: the pushdown step below
+    return advance(dfa, configs, data)

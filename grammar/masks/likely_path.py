@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from types import ModuleType
 
 from grammar.automaton.dfa import LazyDfa
-from grammar.automaton.pda import States, advance
+from grammar.automaton.pda import States, advance_by
 from grammar.masks.state_masks import Key
 from grammar.vocab import Vocabulary
 
@@ -36,36 +36,27 @@ class _Tokens:
         self.max_len = max((len(t) for t in self.texts), default=1)
 
 
-def split_tokens(text: bytes, vocab: Vocabulary) -> list[bytes]:
-    """`text` as tokens of the vocabulary (see the module docstring), up to the first byte that no
-    token spells alone."""
-    tokens = vocab.derived(_Tokens, lambda: _Tokens(vocab))
-    out: list[bytes] = []
+def token_texts(vocab: Vocabulary) -> _Tokens:
+    """The vocabulary's token texts (built once per vocabulary: grammar.prepare builds them, so that
+    no compile's first-masks budget pays for it)."""
+    return vocab.derived(_Tokens, lambda: _Tokens(vocab))
+
+
+def split_tokens(text: bytes, vocab: Vocabulary) -> Iterator[bytes]:
+    """`text` as tokens of the vocabulary (see the module docstring), lazily, up to the first byte
+    that no token spells alone."""
+    texts, max_len = (tokens := token_texts(vocab)).texts, tokens.max_len
     for piece in PRE_TOKEN.findall(text):
-        split, whole = _longest(piece, tokens)
-        out += split
-        if not whole:
-            break
-    return out
-
-
-def _longest(piece: bytes, tokens: _Tokens) -> tuple[list[bytes], bool]:
-    """A pre-token as the vocabulary's longest tokens from the left (the whole piece, usually), up
-    to the first byte no token spells alone; and whether they spell the whole piece."""
-    texts = tokens.texts
-    if piece in texts:
-        return [piece], True
-    out: list[bytes] = []
-    i, n = 0, len(piece)
-    while i < n:
-        for j in range(min(n, i + tokens.max_len), i, -1):
-            if piece[i:j] in texts:
-                out.append(piece[i:j])
-                i = j
-                break
-        else:
-            return out, False
-    return out, True
+        if piece in texts:  # most pre-tokens of JSON are tokens whole
+            yield piece
+            continue
+        i, n = 0, len(piece)
+        while i < n:
+            j = next((j for j in range(min(n, i + max_len), i, -1) if piece[i:j] in texts), None)
+            if j is None:
+                return
+            yield piece[i:j]
+            i = j
 
 
 def path_keys(texts: tuple[bytes, ...], vocab: Vocabulary, dfa: LazyDfa, walk: ModuleType, initial: States
@@ -85,27 +76,9 @@ def _states(text: bytes, vocab: Vocabulary, dfa: LazyDfa, run: Callable[..., tup
             ) -> Iterator[Key]:  # fmt: skip
     for stack, d in configs:
         yield d, stack != ()
-    tokens = vocab.derived(_Tokens, lambda: _Tokens(vocab))
-    one = next(iter(configs)) if len(configs) == 1 else None
-    for piece in PRE_TOKEN.findall(text):
-        split, whole = _longest(piece, tokens)
-        for token in split:
-            if one is not None:  # one configuration: the DFA in C, up to a call or a return
-                stack, d = one
-                s, pos = run(dfa, d, token, 0, stack != ())
-                if s < 0:
-                    return
-                if pos == len(token):
-                    one = (stack, s)
-                    yield s, stack != ()
-                    continue
-                configs = advance(dfa, frozenset(((stack, s),)), token[pos:])  # the pushdown step
-            else:
-                configs = advance(dfa, configs, token)
-            if not configs:
-                return
-            one = next(iter(configs)) if len(configs) == 1 else None
-            for stack, d in configs:
-                yield d, stack != ()
-        if not whole:  # a byte no token spells: the path would go astray
+    for token in split_tokens(text, vocab):
+        configs = advance_by(dfa, configs, token, run)
+        if not configs:
             return
+        for stack, d in configs:
+            yield d, stack != ()

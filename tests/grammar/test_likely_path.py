@@ -72,11 +72,11 @@ def test_the_guess_stops_at_recursion_and_odd_schemas_without_raising():
 
 def test_tokens_split_like_a_byte_level_bpe_pretokenizer():
     vocab = word_vocab()
-    assert split_tokens(b'{"userName":" Smith","id":12}', vocab) == [
+    assert list(split_tokens(b'{"userName":" Smith","id":12}', vocab)) == [
         b'{"', b"user", b"Name", b'":"', b" Smith", b'","', b"id", b'":', b"1", b"2", b"}"]
     # (`"}` after the letters is a pre-token and a token whole; no token spells 0xff: the split ends there)
-    assert split_tokens(b'{"text"}', vocab) == [b'{"', b"text", b'"}']
-    assert split_tokens(b'{"te\xffxt"}', vocab) == [b'{"', b"t", b"e"]
+    assert list(split_tokens(b'{"text"}', vocab)) == [b'{"', b"text", b'"}']
+    assert list(split_tokens(b'{"te\xffxt"}', vocab)) == [b'{"', b"t", b"e"]
 
 
 def test_the_path_is_the_start_then_each_new_state_the_tokens_reach_until_one_is_refused():
@@ -190,3 +190,13 @@ def test_a_path_that_fails_ends_there_and_the_frontier_goes_on_outward():
     while plain.step():
         pass
     assert frontier.path is None and frontier.walked == plain.walked
+
+
+def test_the_module_functions_prepare_and_compile_on_a_fresh_vocabulary():
+    """grammar.prepare and compile_json_schema (compiler_for: the gateway's path) build the token
+    texts beside the compiler, never inside its construction (vocab.derived's lock)."""
+    vocab = word_vocab()
+    grammar.prepare(vocab)
+    compiled = grammar.compile_json_schema({"type": "object", "properties": {"user": {"type": "string"}}}, vocab)
+    assert compiled.precomputed > 0  # the compile made its first masks (along the path) and returned
+    assert grammar.compile_json_schema(True, word_vocab()).matcher() is not None  # no prepare first
