@@ -271,6 +271,34 @@ def node_size(node: Node, memo: dict[int, int] | None = None) -> int:
     return size
 
 
+def size_exceeds(node: Node, limit: int) -> bool:
+    """`node_size(node) > limit`, having walked only about `limit` nodes (a size node_size kept
+    counts at once): the front end's threshold checks on nodes that are often large, which a whole
+    walk in Python made a fifth of a typical schema's front end (the NFA builder reads rules'
+    sizes from its C pass instead)."""
+    total = 0
+    stack: list[tuple[Node, int]] = [(node, 1)]
+    while stack:
+        cur, times = stack.pop()
+        hit = _SIZES.get(id(cur))
+        if hit is not None and hit[0] is cur:
+            total += times * hit[1]
+        elif isinstance(cur, Bytes) or isinstance(cur, Ref):
+            total += times
+        elif isinstance(cur, (Seq, Alt)):
+            total += times
+            stack.extend([(i, times) for i in cur.items])
+        elif isinstance(cur, Repeat):
+            total += times
+            stack.append((cur.item, times * (max(cur.min, 1) if cur.max is None else max(cur.max, 1))))
+        else:
+            total += times * cur.num_states
+            stack.extend([(e, times) for _, _, e in cur.edges if e is not None])
+        if total > limit:
+            return True
+    return False
+
+
 def _kept_size(node: Node) -> int:
     hit = _SIZES.get(id(node))
     if hit is not None and hit[0] is node:

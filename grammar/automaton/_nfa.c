@@ -39,6 +39,7 @@ typedef struct {
 typedef struct {
     PyObject_HEAD
     PyObject *builder, *nfa, *ref_plans;
+    PyObject *repeat_memo;  /* id(repeat) -> (repeat, its plan): the builder's answers, asked once per node */
     Log eps, edges, calls;  /* (s, t); (s, lo, hi, t); (s, rule, t) */
     Py_ssize_t num_states;
     long hoist_min_copies;
@@ -168,7 +169,23 @@ static int emit_repeat(Emitter *e, PyObject *node, Py_ssize_t s, Py_ssize_t t) {
     long copies = unbounded ? lo : hi;
     PyObject *item;
     if (e->compact || copies >= e->hoist_min_copies) {
-        PyObject *plan = PyObject_CallMethodOneArg(e->builder, S_REPEAT_PLAN, node);
+        /* A flexible grammar's whitespace gap is one repeat met at every separator: its plan is
+         * asked of the builder once, then read here (a Python call each time was ~5% of the walk). */
+        PyObject *key = PyLong_FromVoidPtr(node), *plan = NULL;
+        if (key == NULL) return -1;
+        PyObject *hit = PyDict_GetItemWithError(e->repeat_memo, key);  /* borrowed */
+        if (hit != NULL && PyTuple_GET_ITEM(hit, 0) == node) {
+            plan = PyTuple_GET_ITEM(hit, 1);
+            Py_INCREF(plan);
+        } else if (!PyErr_Occurred()) {
+            plan = PyObject_CallMethodOneArg(e->builder, S_REPEAT_PLAN, node);
+            if (plan != NULL && PyTuple_Check(plan) && PyTuple_GET_SIZE(plan) == 2) {
+                PyObject *entry = PyTuple_Pack(2, node, plan);  /* (the node kept: its id stays its own) */
+                if (entry == NULL || PyDict_SetItem(e->repeat_memo, key, entry) < 0) Py_CLEAR(plan);
+                Py_XDECREF(entry);
+            }
+        }
+        Py_DECREF(key);
         if (plan == NULL) return -1;
         if (!PyTuple_Check(plan) || PyTuple_GET_SIZE(plan) != 2) {
             Py_DECREF(plan);
@@ -328,6 +345,8 @@ static int Emitter_init(Emitter *e, PyObject *args, PyObject *kwds) {
     Py_XSETREF(e->builder, builder);
     Py_XSETREF(e->nfa, nfa);
     Py_XSETREF(e->ref_plans, plans);
+    Py_XSETREF(e->repeat_memo, PyDict_New());
+    if (e->repeat_memo == NULL) return -1;
     e->eps.len = e->edges.len = e->calls.len = 0;
     e->num_states = 0;
     e->compact = compact;
@@ -339,6 +358,7 @@ static int Emitter_traverse(Emitter *e, visitproc visit, void *arg) {
     Py_VISIT(e->builder);
     Py_VISIT(e->nfa);
     Py_VISIT(e->ref_plans);
+    Py_VISIT(e->repeat_memo);
     return 0;
 }
 
@@ -346,6 +366,7 @@ static int Emitter_clear(Emitter *e) {
     Py_CLEAR(e->builder);
     Py_CLEAR(e->nfa);
     Py_CLEAR(e->ref_plans);
+    Py_CLEAR(e->repeat_memo);
     return 0;
 }
 
@@ -552,7 +573,7 @@ static long long rule_walk(PyObject *rules, PyObject *root, PyObject *refs, PyOb
             long num;
             int none;
             rc = push_items(into, cur, S_EDGES, 1, times) < 0 || long_attr(cur, S_NUM_STATES, &num, &none) < 0 ? -1 : 0;
-            if (rc == 0) size = cap_add(size, cap_mul(times, num));
+            if (rc == 0) size = cap_add(size, cap_mul(times, num - 1));  /* num_states in all, as node_size */
         }
         if (rc < 0) return -1;
     }

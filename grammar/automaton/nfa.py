@@ -122,7 +122,7 @@ class Nfa:
 class _RuleFacts:
     """What one pass over every rule's nodes finds: the rules each refers to, how many references
     each has in all, and for the inline size each rule's own nodes (weighted by how many copies
-    its repeats make) and its references with their copy counts."""
+    its repeats make: the rule's ir.node_size) and its references with their copy counts."""
 
     graph: dict[str, set[str]] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
@@ -221,8 +221,12 @@ class NfaBuilder:
     def is_call(self, name: str) -> bool:
         if name in self.recursive:
             return True
-        big = node_size(self.rules[name]) > (COMPACT_RULE_SIZE if self.compact else BIG_RULE_SIZE)
-        return big and self.num_refs.get(name, 0) > 1
+        if self.num_refs.get(name, 0) <= 1:
+            return False
+        size = self.facts.own_size.get(name)  # its node_size, from the C pass (a rule this builder adds: recursive)
+        if size is None:
+            size = node_size(self.rules[name])
+        return size > (COMPACT_RULE_SIZE if self.compact else BIG_RULE_SIZE)
 
     def ref_plan(self, name: str) -> int | Node:
         """What a reference to rule `name` becomes: the rule's id when it is called (a call

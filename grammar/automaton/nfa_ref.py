@@ -115,7 +115,7 @@ def rule_facts(rules: dict[str, Node]) -> tuple[dict[str, set[str]], dict[str, i
                                                 dict[str, list[tuple[str, int]]]]:
     """(graph, counts, own_size, ref_times): per rule the rules it refers to; per referenced rule
     how many references it has in all; per rule its own nodes counted once per copy its repeats
-    make, and its references with their copy counts."""
+    make (its ir.node_size), and its references with their copy counts."""
     graph: dict[str, set[str]] = {}
     counts: dict[str, int] = {}
     own_size: dict[str, int] = {}
@@ -156,7 +156,7 @@ def rule_facts(rules: dict[str, Node]) -> tuple[dict[str, set[str]], dict[str, i
                     ones.extend(labels)
                 else:
                     stack.extend([(e, times) for e in labels])
-                size += times * cur.num_states
+                size += times * (cur.num_states - 1)  # (the graph counted num_states, as node_size does)
         graph[name] = refs
         own_size[name] = size
         all_ref_times[name] = ref_times

@@ -9,7 +9,7 @@ from grammar.frontends.json_closed import closes_object, closes_tuple
 from grammar.frontends.json_merge import FORBID, ONE_OF_REQUIRED
 from grammar.frontends.json_names import property_names
 from grammar.frontends import json_order
-from grammar.frontends.json_order import any_order_graph, declared_order_graph, members_graph as _members_graph, required_first_order
+from grammar.frontends.json_order import CopyBudget, any_order_graph, declared_order_graph, members_graph as _members_graph, required_first_order
 from grammar.frontends.json_patterns import extra_members, matching, pattern_schemas
 from grammar.frontends.json_presence import escape, presence_graph, presence_rule
 from grammar.frontends.json_text import json_string
@@ -28,7 +28,7 @@ class SchemaCompiler(Protocol):
     char: Node  # any string character
     strict: bool  # close objects and tuples (grammar/frontends/json_closed.py)
     property_order: str  # "declared" or "any" (grammar/frontends/json_order.py)
-    order_budget: list[int]  # what any-order objects may still copy (json_order.py MAX_ANY_ORDER_SIZE)
+    copy_budget: CopyBudget  # what objects may still copy of their members (json_order.py)
     top: set[str]  # pointers of the document's top-level value (json_order.py HEADER_FIRST)
 
     def node(self, schema: Any, where: str) -> Node: ...
@@ -108,7 +108,7 @@ def object_node(sc: SchemaCompiler, schema: dict[str, Any], where: str) -> Node:
         body = presence_graph(members, member_names, extra, comma, rule, where, ws, lead, nonempty)
         # required first: `required`'s names, then those a oneOf of `required` lists (one of them is)
         first = [*required, *[n for group in schema.get(ONE_OF_REQUIRED, []) for names_ in group for n in names_]]
-        order = required_first_order(sc, members, member_names, first, extra, ws) if sc.property_order == "declared" else None
+        order = required_first_order(sc, members, member_names, first, extra) if sc.property_order == "declared" else None
         if order is not None and not is_nothing(body):
             # the same rule over the members with the required ones first (json_order.py)
             body = alt(body, presence_graph([members[i] for i in order], [member_names[i] for i in order], extra, comma,
@@ -127,10 +127,10 @@ def object_node(sc: SchemaCompiler, schema: dict[str, Any], where: str) -> Node:
             # the counts follow from the properties
             if sc.property_order == "declared":
                 undeclared = [i for i, name in enumerate(member_names) if name not in props and not closed]
-                body = declared_order_graph(sc, members, member_names, required, extra, comma, ws, lead,
+                body = declared_order_graph(sc, members, member_names, required, extra, comma, lead,
                                             undeclared[0] if undeclared else None, header)
             else:
-                body = (any_order_graph(members, extra, comma, ws, sc.order_budget, lead)
+                body = (any_order_graph(members, extra, comma, sc.copy_budget, lead)
                         if len(members) > 1 else None) or _members_graph(members, extra, comma, lead)
         else:
             body = _counted_members_graph(members, extra, comma, lo, hi, where, ws, lead)

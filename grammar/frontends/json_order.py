@@ -43,23 +43,42 @@ def check_property_order(order: str) -> str:
     return order
 
 
-def any_order_graph(members: list[tuple[Node, bool]], extra: Node | None, comma: Node, ws: Node,
-                    budget: list[int], lead: Node | None = None) -> Node | None:
+class CopyBudget:
+    """What one schema's objects may still copy of their members (MAX_ANY_ORDER_SIZE NFA states in
+    all), and the copy sizes of the nodes measured so far, kept for the compile: an object's members
+    hold the objects nested in them, which were measured already (measured anew by every object
+    around them, the sizes took a fifth of a typical schema's front end)."""
+
+    def __init__(self, ws: Node, left: int = MAX_ANY_ORDER_SIZE) -> None:
+        self.left = left
+        self._sizes: dict[int, tuple[Node, int]] = {id(ws): (ws, 1)}  # free whitespace counts as one state
+
+    def size(self, node: Node) -> int:
+        """NFA states a copy of `node` may take, a rule reference counted as a rule the builder inlines."""
+        return _copy_size(node, self._sizes)
+
+    def spend(self, size: int) -> bool:
+        """Take `size` from what is left; False (nothing taken) when it is more than that."""
+        if size > self.left:
+            return False
+        self.left -= size
+        return True
+
+
+def any_order_graph(members: list[tuple[Node, bool]], extra: Node | None, comma: Node, budget: CopyBudget,
+                    lead: Node | None = None) -> Node | None:
     """Members in any order, each at most once, every required one present; None when its copies
-    of members would take more than what is left of `budget` (the schema's, one int, spent here;
-    the caller keeps declared order). State s < 2**n: the set s written (s == 0: nothing yet);
+    of members would take more than what is left of `budget` (the schema's, spent here; the caller
+    keeps declared order). State s < 2**n: the set s written (s == 0: nothing yet);
     state 2**n: no declared member yet but an extra one; then one `pre` state per state (after
     its comma, or after `lead` from the empty set), and the end."""
     n = len(members)
     if n > MAX_ANY_ORDER_MEMBERS:
         return None
-    sizes = {id(ws): 1}
-    member_sizes = [_copy_size(m, sizes) for m, _ in members]
-    extra_size = _copy_size(extra, sizes) if extra is not None else 0
-    size = (2 ** max(n - 1, 0)) * sum(member_sizes) + (2**n) * extra_size
-    if size > budget[0]:
+    member_sizes = [budget.size(m) for m, _ in members]
+    extra_size = budget.size(extra) if extra is not None else 0
+    if not budget.spend((2 ** max(n - 1, 0)) * sum(member_sizes) + (2**n) * extra_size):
         return None
-    budget[0] -= size
     full, some_extra = 2**n, 2**n
     pre_base, end = full + 1, 2 * (full + 1)
     required = sum(1 << i for i, (_, req) in enumerate(members) if req)
@@ -79,11 +98,12 @@ def any_order_graph(members: list[tuple[Node, bool]], extra: Node | None, comma:
     return Graph(end + 1, tuple(edges), (end,))
 
 
-def _copy_size(node: Node, memo: dict[int, int]) -> int:
-    """NFA states a copy of `node` may take, a rule reference counted as a rule the builder inlines."""
+def _copy_size(node: Node, memo: dict[int, tuple[Node, int]]) -> int:
+    """CopyBudget.size, `memo` its sizes by node identity (the node kept: its id stays its own)."""
     key = id(node)
-    if key in memo:
-        return memo[key]
+    hit = memo.get(key)
+    if hit is not None and hit[0] is node:
+        return hit[1]
     if isinstance(node, Bytes):
         size = 1
     elif isinstance(node, Ref):
@@ -95,12 +115,12 @@ def _copy_size(node: Node, memo: dict[int, int]) -> int:
         size = node.num_states + sum(_copy_size(e, memo) for _, _, e in node.edges if e is not None)
     else:
         size = 1 + sum(_copy_size(i, memo) for i in node.items)
-    memo[key] = size
+    memo[key] = (node, size)
     return size
 
 
 def declared_order_graph(sc, members: list[tuple[Node, bool]], names: list[str], required: list, extra: Node | None,
-                         comma: Node, ws: Node, lead: Node | None, extra_from: int | None = None,
+                         comma: Node, lead: Node | None, extra_from: int | None = None,
                          header: Node | None = None) -> Node:
     """The default policy's members: an object of 2..SMALL_ANY_ORDER members in any order (within
     the schema's copy budget; none by default); others in declared order, or with the required members first
@@ -113,19 +133,19 @@ def declared_order_graph(sc, members: list[tuple[Node, bool]], names: list[str],
     member.)"""
     n = len(members)
     if 1 < n <= SMALL_ANY_ORDER:
-        graph = any_order_graph(members, extra, comma, ws, sc.order_budget, lead)
+        graph = any_order_graph(members, extra, comma, sc.copy_budget, lead)
         if graph is not None:
             return sc.shared(graph)  # (an enclosing presence graph counts it once, as a $ref)
     shared_extra = sc.shared(extra) if extra is not None and extra_from is not None and extra_from < n else extra
     declared = members_graph(members, shared_extra, comma, lead, extra_from=extra_from, header=header)
-    order = required_first_order(sc, members, names, required, extra, ws)
+    order = required_first_order(sc, members, names, required, extra)
     if order is None:
         return declared
     return sc.shared(alt(declared, members_graph([members[i] for i in order], extra, comma, lead, header=header)))
 
 
-def required_first_order(sc, members: list[tuple[Node, bool]], names: list[str], required: list, extra: Node | None,
-                         ws: Node) -> list[int] | None:
+def required_first_order(sc, members: list[tuple[Node, bool]], names: list[str], required: list,
+                         extra: Node | None) -> list[int] | None:
     """Member indexes with the required ones first, in the order `required` lists them, then the
     others in declared order; None when that is the declared order, or when a second copy of the
     members would pass what is left of the schema's copy budget (spent here)."""
@@ -136,11 +156,9 @@ def required_first_order(sc, members: list[tuple[Node, bool]], names: list[str],
     order = first + [i for i in range(len(names)) if i not in set(first)]
     if order == list(range(len(names))):
         return None
-    sizes = {id(ws): 1}
-    size = sum(_copy_size(m, sizes) for m, _ in members) + (_copy_size(extra, sizes) if extra is not None else 0)
-    if size > sc.order_budget[0]:
+    budget = sc.copy_budget
+    if not budget.spend(sum(budget.size(m) for m, _ in members) + (budget.size(extra) if extra is not None else 0)):
         return None
-    sc.order_budget[0] -= size
     return order
 
 

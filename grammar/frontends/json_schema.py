@@ -8,7 +8,7 @@ import math
 from typing import Any
 
 from grammar.errors import GrammarError
-from grammar.ir import NOTHING, Bytes, Grammar, Node, Ref, Repeat, alt, is_nothing, lit, literals, node_size, opt, seq
+from grammar.ir import NOTHING, Bytes, Grammar, Node, Ref, Repeat, alt, is_nothing, lit, literals, opt, seq, size_exceeds
 from grammar.frontends.json_merge import (ANNOTATIONS, FORBID, ONE_OF_REQUIRED, as_standard, check_keywords, merge_all, one_of_disjoint,
                                  required_only, resolve_pointer)
 from grammar.frontends.json_closed import closed_copy
@@ -17,7 +17,7 @@ from grammar.frontends.json_drafts import as_validated
 from grammar.frontends.json_likely import likely_texts
 from grammar.frontends.json_numbers import integer_node, number_node
 from grammar.frontends.json_one_of import narrow_one_of
-from grammar.frontends.json_order import MAX_ANY_ORDER_SIZE, check_property_order
+from grammar.frontends.json_order import CopyBudget, check_property_order
 from grammar.frontends.json_objects import array_node, object_node
 from grammar.frontends.json_text import (ANY_VALUE, add_any_value, any_json_char, json_literal, literal_texts, quoted,
                                          string_body, string_format, whitespace)
@@ -44,10 +44,10 @@ class SchemaCompiler:
         self.root = as_validated(root)  # draft 3-7: `$ref` hides its siblings (json_drafts.py)
         self.strict = strict
         self.property_order = check_property_order(property_order)
-        self.order_budget = [MAX_ANY_ORDER_SIZE]
         self.grammar = Grammar()
         self.whitespace_mode = whitespace_mode
         self.ws = whitespace(whitespace_mode)
+        self.copy_budget = CopyBudget(self.ws)  # what objects may copy of their members (json_order.py)
         self.char = any_json_char()
         self.ref_rules: dict[str, str] = {}
         self.languages: dict[str, Any] = {}  # regular languages made once per compile (json_text.string_body)
@@ -82,7 +82,7 @@ class SchemaCompiler:
         """`node` as a rule of its own (a reference to it), when it is used in several places: the
         NFA builder then inlines it while it is small and calls it when it is large, instead of a
         copy at each use."""
-        if isinstance(node, (Ref, Bytes)) or node_size(node) <= SHARE_MIN_SIZE:
+        if isinstance(node, (Ref, Bytes)) or not size_exceeds(node, SHARE_MIN_SIZE):
             return node
         name = f"shared:{self.num_shared}"
         self.num_shared += 1

@@ -5,10 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 import grammar
-from grammar.automaton.nfa import COMPACT_ABOVE, NfaBuilder, _rule_facts, build_nfa
-from grammar.frontends import json_keys, json_numbers, json_text, unicode
+from grammar.automaton import nfa_ref
+from grammar.automaton.nfa import COMPACT_ABOVE, DEFAULT_NFA_WALK, NfaBuilder, _rule_facts, build_nfa
+from grammar.frontends import json_keys, json_numbers, json_order, json_text, unicode
+from grammar.frontends.json_order import CopyBudget
 from grammar.frontends.json_schema import compile_schema_to_grammar
-from grammar.ir import EMPTY, NOTHING, Alt, Bytes, Grammar, Graph, Ref, Repeat, Seq, alt, is_nothing, lit, seq
+from grammar.ir import EMPTY, NOTHING, Alt, Bytes, Grammar, Graph, Ref, Repeat, Seq, alt, is_nothing, lit, node_size, seq, size_exceeds
 from tests.grammar.conftest import byte_vocab
 from tests.grammar.helpers import accepts_text
 
@@ -90,7 +92,7 @@ def _facts_by_recursion(node, times=1):
         parts = [_facts_by_recursion(node.item, times * max(node.min if node.max is None else node.max, 1))]
     else:
         parts = [_facts_by_recursion(e, times) for _, _, e in node.edges if e is not None]
-        size += times * node.num_states
+        size += times * (node.num_states - 1)  # (a graph counts its states, as node_size does)
     for s, r in parts:
         size += s
         refs += r
@@ -106,6 +108,7 @@ def test_rule_facts_count_nodes_once_per_copy():
     for name, node in rules.items():
         size, refs = _facts_by_recursion(node)
         assert facts.own_size[name] == size and sorted(facts.ref_times[name]) == sorted(refs), name
+        assert size == node_size(node), name  # (the NFA builder's is_call reads it as the rule's node_size)
         assert facts.graph[name] == {r for r, _ in refs}
     assert facts.counts == {"r": 4, "s": 1}
 
@@ -129,3 +132,54 @@ def test_is_nothing_is_equality_with_nothing():
         assert is_nothing(node) == (node == NOTHING)
         assert (seq(lit("x"), node) == NOTHING) == (node == NOTHING)
     assert lit("é") == Seq((Bytes(((0xC3, 0xC3),)), Bytes(((0xA9, 0xA9),)))) and lit(b"\xff") == Bytes(((255, 255),))
+
+
+def test_size_exceeds_answers_as_node_size_would():
+    """The front end's bounded threshold check (ir.size_exceeds) agrees with node_size at every limit."""
+    graph = Graph(3, ((0, 1, lit("key")), (1, 2, Repeat(lit("ab"), 2, 5)), (1, 1, None)), (2,))
+    nodes = [lit("a"), Ref("r"), seq(lit("xy"), Repeat(alt(lit("p"), lit("qr")), 0, None)), graph,
+             Repeat(Seq((graph, lit("z"))), 3, 3), Alt((graph, Repeat(graph, 0, 2)))]
+    for node in nodes:
+        size = node_size(node)  # (kept: later checks of this node count it at once)
+        fresh = Repeat(node, 1, 1)  # a new node around it: walked, its inside read from the kept size
+        for limit in range(0, size + 3):
+            assert size_exceeds(node, limit) == (size > limit), (node, limit)
+            assert size_exceeds(fresh, limit) == (size + 1 > limit), (node, limit)
+
+
+def test_copy_sizes_are_measured_once_per_compile():
+    """An object's members are measured once: the objects around it read their sizes (json_order.CopyBudget)."""
+    ws = Repeat(Bytes(((32, 32),)), 0, 4)
+    inner = seq(lit("{"), ws, Repeat(lit("ab"), 1, 3), lit("}"))
+    budget = CopyBudget(ws, left=100)
+    first = budget.size(inner)
+    assert first == 1 + 1 + 1 + (1 + 3 * 3) + 1  # the seq, `{`, ws as one state, the repeat of `ab` (a seq of 2), `}`
+    outer = Seq((lit("k"), inner, ws))  # (not flattened: inner stays one node)
+    calls = []
+    original = json_order._copy_size
+    try:
+        json_order._copy_size = lambda node, memo: calls.append(node) or original(node, memo)
+        assert budget.size(outer) == 1 + 1 + first + 1
+    finally:
+        json_order._copy_size = original
+    assert [id(c) for c in calls] == [id(outer), id(outer.items[0]), id(inner), id(ws)]  # inner's inside not walked again
+    assert budget.spend(60) and budget.left == 40 and not budget.spend(41) and budget.left == 40
+
+
+def test_the_c_walk_asks_a_repeats_plan_once_per_node():
+    """A flexible grammar's whitespace gap, one node met at every separator, is planned once by the builder."""
+    gap = Repeat(Bytes(((32, 32), (10, 10))), 0, 20)
+    grammar_ = Grammar({"start": seq(*[seq(lit(c), gap) for c in "abcdefgh"])})
+    asked = []
+
+    class Counting(NfaBuilder):
+        def repeat_plan(self, node):
+            asked.append(node)
+            return super().repeat_plan(node)
+
+    counted = Counting(grammar_).build()
+    assert len(asked) == (1 if DEFAULT_NFA_WALK is not nfa_ref else 8)
+    plain = build_nfa(grammar_, nfa_ref)
+    assert counted.num_states == plain.num_states
+    compiled = grammar.Compiler(VOCAB).compile(grammar_)
+    assert accepts_text(compiled, "a b\n\ncdefg  h ") and not accepts_text(compiled, "ab c d")
