@@ -24,6 +24,7 @@ from grammar.frontends.json_schema import compile_schema_to_grammar
 from grammar.frontends.lark import lark_to_grammar
 from grammar.frontends.regex import regex_to_node
 from grammar.frontends.structural import structural_to_grammar
+from grammar import ir
 from grammar.ir import Grammar, literals
 from grammar.masks import walk_ref
 from grammar.masks.index import DEFAULT_WALK, TokenIndex
@@ -130,7 +131,8 @@ class Compiler:
 def unbuilt_extensions() -> list[str]:
     """The C extensions this checkout lacks (their Python references are the defaults then)."""
     defaults = (("grammar/automaton/_nfa.c", DEFAULT_NFA_WALK is nfa_ref), ("grammar/automaton/_dfa.c",
-                DEFAULT_BUILDER is dfa_ref.Builder), ("grammar/masks/_walk.c", DEFAULT_WALK is walk_ref))
+                DEFAULT_BUILDER is dfa_ref.Builder), ("grammar/masks/_walk.c", DEFAULT_WALK is walk_ref),
+                ("grammar/_ir.c", ir.copy_size is ir.copy_size_py))
     return [name for name, missing in defaults if missing]
 
 

@@ -344,3 +344,32 @@ def accepts_empty(node: Node, rules: dict[str, Node] | None = None) -> bool:
                 seen.add(b)
                 todo.append(b)
     return False
+
+
+def copy_size_py(node: Node, memo: dict[int, tuple[Node, int]], ref_size: int) -> int:
+    """NFA states a copy of `node` may take: its node_size with each rule reference counted as
+    `ref_size` (a rule the NFA builder may inline). `memo` keeps the sizes measured, by node identity
+    (id -> (node, size): the node kept, its id stays its own), and may be seeded (free whitespace as
+    one state). The Python reference of grammar/_ir.c's `copy_size` (the same answers)."""
+    hit = memo.get(id(node))
+    if hit is not None and hit[0] is node:
+        return hit[1]
+    if isinstance(node, Bytes):
+        size = 1
+    elif isinstance(node, Ref):
+        size = ref_size
+    elif isinstance(node, Repeat):
+        copies = max(node.min, 1) if node.max is None else max(node.max, 1)
+        size = 1 + copies * copy_size_py(node.item, memo, ref_size)
+    elif isinstance(node, Graph):
+        size = node.num_states + sum(copy_size_py(e, memo, ref_size) for _, _, e in node.edges if e is not None)
+    else:
+        size = 1 + sum(copy_size_py(i, memo, ref_size) for i in node.items)
+    memo[id(node)] = (node, size)
+    return size
+
+
+try:  # (at the end: the C module looks the node classes up here on its first call)
+    from grammar._ir import copy_size
+except ImportError:  # not built: the reference
+    copy_size = copy_size_py

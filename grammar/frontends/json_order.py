@@ -21,7 +21,7 @@ documents, never a wider language.
 from __future__ import annotations
 
 from grammar.errors import GrammarError
-from grammar.ir import Bytes, Graph, Node, Ref, Repeat, alt
+from grammar.ir import Graph, Node, alt, copy_size
 
 PROPERTY_ORDERS = ("declared", "any")
 MAX_ANY_ORDER_MEMBERS = 10  # declared properties: 2**n sets
@@ -54,8 +54,9 @@ class CopyBudget:
         self._sizes: dict[int, tuple[Node, int]] = {id(ws): (ws, 1)}  # free whitespace counts as one state
 
     def size(self, node: Node) -> int:
-        """NFA states a copy of `node` may take, a rule reference counted as a rule the builder inlines."""
-        return _copy_size(node, self._sizes)
+        """NFA states a copy of `node` may take, a rule reference counted as a rule the builder
+        inlines (grammar/_ir.c: in Python, a tenth of a typical schema's front end)."""
+        return copy_size(node, self._sizes, REF_COPY_SIZE)
 
     def spend(self, size: int) -> bool:
         """Take `size` from what is left; False (nothing taken) when it is more than that."""
@@ -96,27 +97,6 @@ def any_order_graph(members: list[tuple[Node, bool]], extra: Node | None, comma:
         if written & required == required:
             edges.append((state, end, None))
     return Graph(end + 1, tuple(edges), (end,))
-
-
-def _copy_size(node: Node, memo: dict[int, tuple[Node, int]]) -> int:
-    """CopyBudget.size, `memo` its sizes by node identity (the node kept: its id stays its own)."""
-    key = id(node)
-    hit = memo.get(key)
-    if hit is not None and hit[0] is node:
-        return hit[1]
-    if isinstance(node, Bytes):
-        size = 1
-    elif isinstance(node, Ref):
-        size = REF_COPY_SIZE
-    elif isinstance(node, Repeat):
-        copies = max(node.min, 1) if node.max is None else max(node.max, 1)
-        size = 1 + copies * _copy_size(node.item, memo)
-    elif isinstance(node, Graph):
-        size = node.num_states + sum(_copy_size(e, memo) for _, _, e in node.edges if e is not None)
-    else:
-        size = 1 + sum(_copy_size(i, memo) for i in node.items)
-    memo[key] = (node, size)
-    return size
 
 
 def declared_order_graph(sc, members: list[tuple[Node, bool]], names: list[str], required: list, extra: Node | None,

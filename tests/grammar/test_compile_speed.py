@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import grammar
+from grammar import ir
+from grammar.errors import GrammarError
 from grammar.automaton import nfa_ref
 from grammar.automaton.nfa import COMPACT_ABOVE, DEFAULT_NFA_WALK, NfaBuilder, _rule_facts, build_nfa
 from grammar.frontends import json_keys, json_numbers, json_order, json_text, unicode
@@ -150,20 +153,15 @@ def test_size_exceeds_answers_as_node_size_would():
 def test_copy_sizes_are_measured_once_per_compile():
     """An object's members are measured once: the objects around it read their sizes (json_order.CopyBudget)."""
     ws = Repeat(Bytes(((32, 32),)), 0, 4)
-    inner = seq(lit("{"), ws, Repeat(lit("ab"), 1, 3), lit("}"))
-    budget = CopyBudget(ws, left=100)
+    inner = seq(lit("{"), ws, Repeat(lit("ab"), 1, 3), Ref("r"), lit("}"))
+    budget = CopyBudget(ws, left=1000)
     first = budget.size(inner)
-    assert first == 1 + 1 + 1 + (1 + 3 * 3) + 1  # the seq, `{`, ws as one state, the repeat of `ab` (a seq of 2), `}`
+    # the seq, `{`, ws as one state, the repeat of `ab` (a seq of 2), a rule the builder may inline, `}`
+    assert first == 1 + 1 + 1 + (1 + 3 * 3) + json_order.REF_COPY_SIZE + 1
+    budget._sizes[id(inner)] = (inner, 5000)  # what a second walk of inner would not find
     outer = Seq((lit("k"), inner, ws))  # (not flattened: inner stays one node)
-    calls = []
-    original = json_order._copy_size
-    try:
-        json_order._copy_size = lambda node, memo: calls.append(node) or original(node, memo)
-        assert budget.size(outer) == 1 + 1 + first + 1
-    finally:
-        json_order._copy_size = original
-    assert [id(c) for c in calls] == [id(outer), id(outer.items[0]), id(inner), id(ws)]  # inner's inside not walked again
-    assert budget.spend(60) and budget.left == 40 and not budget.spend(41) and budget.left == 40
+    assert budget.size(outer) == 1 + 1 + 5000 + 1
+    assert budget.spend(600) and budget.left == 400 and not budget.spend(401) and budget.left == 400
 
 
 def test_the_c_walk_asks_a_repeats_plan_once_per_node():
@@ -183,3 +181,25 @@ def test_the_c_walk_asks_a_repeats_plan_once_per_node():
     assert counted.num_states == plain.num_states
     compiled = grammar.Compiler(VOCAB).compile(grammar_)
     assert accepts_text(compiled, "a b\n\ncdefg  h ") and not accepts_text(compiled, "ab c d")
+
+
+@pytest.mark.skipif(ir.copy_size is ir.copy_size_py, reason="grammar's C extensions are not built")
+def test_the_c_copy_size_is_its_reference(bench_rows):
+    """grammar/_ir.c measures every dev grammar's rules as ir.copy_size_py does (a memo kept across rules)."""
+    measured = 0
+    for row in bench_rows:
+        for mode in ("compact", "flexible"):
+            try:
+                g = compile_schema_to_grammar(row["schema"], mode, False)
+            except GrammarError:
+                continue
+            ws = json_text.whitespace(mode)
+            c_memo, py_memo = {id(ws): (ws, 1)}, {id(ws): (ws, 1)}
+            for node in g.rules.values():
+                assert ir.copy_size(node, c_memo, 200) == ir.copy_size_py(node, py_memo, 200)
+            assert {k: v[1] for k, v in c_memo.items()} == {k: v[1] for k, v in py_memo.items()}
+            measured += 1
+    assert measured >= 90  # (the test sample: 50 schemas, two modes)
+    for bad in (1, "x", (lit("a"),)):
+        with pytest.raises(TypeError):
+            ir.copy_size(bad, {}, 200)

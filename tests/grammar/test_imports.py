@@ -8,7 +8,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "grammar"
-BASE = {"grammar.errors", "grammar.ir", "grammar.time_limit", "grammar.vocab"}
+BASE_C = {"grammar._ir"}  # the base's C extensions (grammar/_ir.c: the IR's node measures)
+BASE = {"grammar.errors", "grammar.ir", "grammar.time_limit", "grammar.vocab"} | BASE_C
 # module prefix -> what it may import besides itself (its own wing) and BASE
 WINGS = {
     "grammar.frontends": set(),
@@ -59,8 +60,8 @@ def _layer(name: str) -> str:
 
 
 def _may_import(layer: str, target: str) -> bool:
-    if layer == "base":  # token facts, the IR, the time limit: nothing but the error type
-        return target == "grammar.errors"
+    if layer == "base":  # token facts, the IR, the time limit: nothing but the error type and their C
+        return target == "grammar.errors" or target in BASE_C
     t_layer = _layer(target)
     return t_layer in ("base", layer) or t_layer in WINGS[layer]
 
