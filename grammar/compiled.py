@@ -16,7 +16,7 @@ from grammar.masks.likely_path import path_keys
 from grammar.masks.precompute import Frontier
 from grammar.masks.slices import ASCII_TEXT_SLICE
 from grammar.masks.state_masks import Key, StateMask, compute_mask, fill_single
-from grammar.masks.words import Words, dense, write_row
+from grammar.masks.words import Words, dense, is_empty, write_row
 from grammar.matcher import Matcher
 
 MAX_CACHED_MASKS = 20_000
@@ -141,6 +141,14 @@ class CompiledGrammar:
             with self.lock:
                 cached = self._store(configs, compute_mask(self.dfa, self.index, configs, self._state_masks))
         return dense(cached)
+
+    def allows_nothing(self, configs: States) -> bool:
+        """Whether no token at all is allowed after `configs` (`not self.mask(configs).any()`, cheaper)."""
+        cached = self.masks.get(configs)
+        if cached is None:
+            with self.lock:
+                cached = self._store(configs, compute_mask(self.dfa, self.index, configs, self._state_masks))
+        return is_empty(cached)
 
     def fill(self, configs: States, rows: np.ndarray, row: int) -> None:
         """rows[row] = self.mask(configs), where one configuration's new walk writes the row itself."""

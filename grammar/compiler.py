@@ -82,7 +82,7 @@ class Compiler:
                     compiled.precompute_now(FIRST_MASKS_BUDGET_S)  # the masks nearest the start
         except RecursionError:
             raise GrammarError("grammar nested too deeply to compile") from None
-        if not compiled.mask(compiled.initial).any():  # its matcher would allow no token at all
+        if compiled.allows_nothing(compiled.initial):  # its matcher would allow no token at all
             raise GrammarError("the grammar accepts no text (a rule that refers to itself before any input, "
                                "such as a $ref to itself?)")  # fmt: skip
         if self.deferred:

@@ -65,6 +65,17 @@ def kept(scratch: np.ndarray, base: np.ndarray | None, sparse: Sparse, put: Put)
     return scratch.copy() if raw is None else SparseWords(raw, base, len(scratch), put)
 
 
+def is_empty(words: Words) -> bool:
+    """Whether the mask allows no token, without a numpy call (a compile's check of its start mask:
+    `dense(words).any()` cost ~60 us there, numpy's machinery out of cache). A SparseWords' base is
+    a subset of its mask, and with an empty base the mask is its pairs' words."""
+    if type(words) is SparseWords:
+        if words.base is not None and not is_empty(words.base):
+            return False
+        return not any(memoryview(words.pairs).cast("i")[1::2])
+    return not words.tobytes().strip(b"\0")
+
+
 def dense(words: Words) -> np.ndarray:
     """int32 [num_words] of a kept mask (a new array for SparseWords)."""
     if type(words) is SparseWords:

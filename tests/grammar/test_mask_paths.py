@@ -24,7 +24,8 @@ from grammar.ir import Grammar
 from grammar.masks import walk_ref
 from grammar.masks.index import MAX_RUN, TokenIndex, c_walk
 from grammar.masks.state_masks import compute_mask, slice_base
-from grammar.masks.words import SparseWords, dense, kept, or_into, write_row
+from grammar.masks.words import SparseWords, dense, is_empty, kept, or_into, write_row
+from tests.grammar.conftest import byte_vocab
 
 needs_c = pytest.mark.skipif(c_walk is None, reason="C extension grammar.masks._walk not built")
 
@@ -729,3 +730,20 @@ def test_lowercase_loops_take_the_lowercase_slice():
         g.mask(state)
         looping += int(g.dfa.slice_of[d]) == lower
     assert looping >= 5
+
+
+def test_is_empty_reads_every_kind_of_kept_mask():
+    """words.is_empty, the compile's check that a grammar allows some first token, agrees with numpy's any."""
+    put = walk_ref.put
+    zero = np.zeros(64, dtype=np.int32)
+    one = zero.copy()
+    one[40] = 1 << 7
+    pairs = lambda *pv: np.array([x for p in pv for x in p], dtype=np.int32).tobytes()  # noqa: E731
+    cases = [zero, one, SparseWords(b"", None, 64, put), SparseWords(pairs((3, 0)), None, 64, put),
+             SparseWords(pairs((3, 0), (9, -(1 << 31))), None, 64, put), SparseWords(b"", one, 64, put),
+             SparseWords(pairs((40, 0)), zero, 64, put), SparseWords(pairs((2, 5)), zero, 64, put)]
+    for words in cases:
+        assert is_empty(words) == (not dense(words).any()), words
+    assert [is_empty(w) for w in cases] == [True, False, True, True, False, False, True, False]
+    g = grammar.compile_json_schema({"type": "integer"}, byte_vocab())
+    assert not g.allows_nothing(g.initial)
