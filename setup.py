@@ -16,6 +16,8 @@ setup(ext_modules=[
               extra_compile_args=["-O3"], optional=True),
     Extension("grammar.automaton._dfa", ["grammar/automaton/_dfa.c"], depends=HEADERS, include_dirs=["grammar/include"],
               extra_compile_args=["-O3"], optional=True),
-    Extension("grammar.automaton._nfa", ["grammar/automaton/_nfa.c"], extra_compile_args=["-O3"], optional=True),
-    Extension("grammar._ir", ["grammar/_ir.c"], extra_compile_args=["-O3"], optional=True),
+    Extension("grammar.automaton._nfa", ["grammar/automaton/_nfa.c"], depends=["grammar/include/ir_nodes.h"],
+              include_dirs=["grammar/include"], extra_compile_args=["-O3"], optional=True),
+    Extension("grammar._ir", ["grammar/_ir.c"], depends=["grammar/include/ir_nodes.h"], include_dirs=["grammar/include"],
+              extra_compile_args=["-O3"], optional=True),
 ])

@@ -10,6 +10,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include "ir_nodes.h"
+
 #define SIZE_CAP ((long long)1 << 60)
 
 static PyObject *T_BYTES, *T_SEQ, *T_ALT, *T_REPEAT, *T_REF, *T_GRAPH;
@@ -56,15 +58,6 @@ static PyObject *node_kind(PyObject *node) {
     return NULL;
 }
 
-static int long_attr(PyObject *node, PyObject *name, long *out, int *is_none) {
-    PyObject *v = PyObject_GetAttr(node, name);
-    if (v == NULL) return -1;
-    *is_none = v == Py_None;
-    *out = *is_none ? 0 : PyLong_AsLong(v);
-    Py_DECREF(v);
-    return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
-}
-
 /* copy_size of `node`, memoized in `memo` as id -> (node, size); -1 with an exception set. */
 static long long copy_size_of(PyObject *node, PyObject *memo, long long ref_size) {
     PyObject *key = PyLong_FromVoidPtr(node);
@@ -100,20 +93,16 @@ static long long copy_size_of(PyObject *node, PyObject *memo, long long ref_size
         int graph = kind == T_GRAPH;
         long num = 0;
         int none;
-        PyObject *items = PyObject_GetAttr(node, graph ? S_EDGES : S_ITEMS);
-        if (items != NULL && !PyTuple_Check(items)) {
-            PyErr_SetString(PyExc_TypeError, "a grammar node's items and edges must be tuples");
-        } else if (items != NULL && (!graph || long_attr(node, S_NUM_STATES, &num, &none) == 0)) {
+        PyObject *items = attr_tuple(node, graph ? S_EDGES : S_ITEMS);
+        if (items != NULL && (!graph || long_attr(node, S_NUM_STATES, &num, &none) == 0)) {
             size = graph ? num : 1;
             for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(items) && size >= 0; i++) {
                 PyObject *item = PyTuple_GET_ITEM(items, i);
                 if (graph) {
-                    if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 3) {
-                        PyErr_SetString(PyExc_ValueError, "a Graph edge must be (a, b, label)");
+                    if ((item = edge_label(item)) == NULL) {
                         size = -1;
                         break;
                     }
-                    item = PyTuple_GET_ITEM(item, 2);
                     if (item == Py_None) continue;
                 }
                 long long inner = copy_size_of(item, memo, ref_size);

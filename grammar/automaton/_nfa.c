@@ -24,6 +24,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "ir_nodes.h"
+
 static PyTypeObject *T_BYTES, *T_SEQ, *T_ALT, *T_REPEAT, *T_REF, *T_GRAPH;
 static PyObject *GRAMMAR_ERROR;
 static PyObject *S_RANGES, *S_ITEMS, *S_ITEM, *S_MIN, *S_MAX, *S_NAME, *S_NUM_STATES, *S_EDGES, *S_FINALS,
@@ -113,16 +115,6 @@ static int emit_bytes(Emitter *e, PyObject *ranges, Py_ssize_t s, Py_ssize_t t) 
     return 0;
 }
 
-static PyObject *attr_tuple(PyObject *node, PyObject *name) {
-    PyObject *v = PyObject_GetAttr(node, name);
-    if (v != NULL && !PyTuple_Check(v)) {
-        Py_DECREF(v);
-        PyErr_Format(PyExc_TypeError, "%U of a grammar node must be a tuple", name);
-        return NULL;
-    }
-    return v;
-}
-
 static int emit_seq(Emitter *e, PyObject *node, Py_ssize_t s, Py_ssize_t t) {
     PyObject *items = attr_tuple(node, S_ITEMS);
     if (items == NULL) return -1;
@@ -149,15 +141,6 @@ static int emit_alt(Emitter *e, PyObject *node, Py_ssize_t s, Py_ssize_t t) {
         rc = emit(e, PyTuple_GET_ITEM(items, i), s, t);
     Py_DECREF(items);
     return rc;
-}
-
-static int long_attr(PyObject *node, PyObject *name, long *out, int *is_none) {
-    PyObject *v = PyObject_GetAttr(node, name);
-    if (v == NULL) return -1;
-    *is_none = v == Py_None;
-    *out = *is_none ? 0 : PyLong_AsLong(v);
-    Py_DECREF(v);
-    return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
 }
 
 /* item^min then item^0..(max - min) or item*, as NfaBuilder.emit_repeat; the builder's
@@ -498,12 +481,10 @@ static int push_items(Stack *st, PyObject *node, PyObject *attr, int labels, lon
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(items) && rc == 0; i++) {
         PyObject *item = PyTuple_GET_ITEM(items, i);
         if (labels) {
-            if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 3) {
-                PyErr_SetString(PyExc_ValueError, "a Graph edge must be (a, b, label)");
+            if ((item = edge_label(item)) == NULL) {
                 rc = -1;
                 break;
             }
-            item = PyTuple_GET_ITEM(item, 2);
             if (item == Py_None) continue;
         }
         rc = stack_push(st, item, times);
