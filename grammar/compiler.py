@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
+from grammar import ir
 from grammar.automaton import dfa_ref, nfa_ref
 from grammar.automaton.dfa import DEFAULT_BUILDER
 from grammar.automaton.nfa import DEFAULT_NFA_WALK
@@ -24,7 +25,6 @@ from grammar.frontends.json_schema import compile_schema_to_grammar
 from grammar.frontends.lark import lark_to_grammar
 from grammar.frontends.regex import regex_to_node
 from grammar.frontends.structural import structural_to_grammar
-from grammar import ir
 from grammar.ir import Grammar, literals
 from grammar.masks import walk_ref
 from grammar.masks.index import DEFAULT_WALK, TokenIndex
