@@ -136,19 +136,19 @@ class CompiledGrammar:
 
     def mask(self, configs: States) -> np.ndarray:
         """int32 [num_words] allowed-token bits for `configs` (a cached array is read-only)."""
-        cached = self.masks.get(configs)
-        if cached is None:
-            with self.lock:
-                cached = self._store(configs, compute_mask(self.dfa, self.index, configs, self._state_masks))
-        return dense(cached)
+        return dense(self._words(configs))
 
     def allows_nothing(self, configs: States) -> bool:
         """Whether no token at all is allowed after `configs` (`not self.mask(configs).any()`, cheaper)."""
+        return is_empty(self._words(configs))
+
+    def _words(self, configs: States) -> Words:
+        """The kept mask of `configs`, made and cached on first use."""
         cached = self.masks.get(configs)
         if cached is None:
             with self.lock:
                 cached = self._store(configs, compute_mask(self.dfa, self.index, configs, self._state_masks))
-        return is_empty(cached)
+        return cached
 
     def fill(self, configs: States, rows: np.ndarray, row: int) -> None:
         """rows[row] = self.mask(configs), where one configuration's new walk writes the row itself."""

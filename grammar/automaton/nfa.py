@@ -223,10 +223,8 @@ class NfaBuilder:
             return True
         if self.num_refs.get(name, 0) <= 1:
             return False
-        size = self.facts.own_size.get(name)  # its node_size, from the C pass (a rule this builder adds: recursive)
-        if size is None:
-            size = node_size(self.rules[name])
-        return size > (COMPACT_RULE_SIZE if self.compact else BIG_RULE_SIZE)
+        # its node_size, from the C pass (the rules this builder adds are recursive: answered above)
+        return self.facts.own_size[name] > (COMPACT_RULE_SIZE if self.compact else BIG_RULE_SIZE)
 
     def ref_plan(self, name: str) -> int | Node:
         """What a reference to rule `name` becomes: the rule's id when it is called (a call

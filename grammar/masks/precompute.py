@@ -5,9 +5,10 @@ costs a dictionary hit (~2 us). Which states to make: first those a text the mod
 write reaches at its token boundaries (grammar/masks/likely_path.py, when the front end guessed
 one), then the token boundaries nearest the start, breadth-first, those the longest tokens reach
 first — the walk of a state reports the states its allowed tokens end in (the walk's
-`mask_ends`), and those are the states the next step's mask starts from. Bounded by a count and a time budget; whatever is not made here is made on
-first use. `Frontier` walks one state per `step`, so that the caller can run it under its
-grammar's lock a state at a time (grammar/precompute_worker.py, after the compile returned).
+`mask_ends`), and those are the states the next step's mask starts from. Bounded by a count and a
+time budget; whatever is not made here is made on first use. `Frontier` walks one state per
+`step`, so that the caller can run it under its grammar's lock a state at a time
+(grammar/precompute_worker.py, after the compile returned).
 """
 
 from __future__ import annotations
