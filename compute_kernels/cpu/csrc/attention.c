@@ -63,23 +63,6 @@ load_kv_row(const kv_layer *kv, const int kind, int64_t index, int64_t d, float 
     }
 }
 
-/* kout = the key row `index` as floats (values read elsewhere), loads before conversions. */
-static inline __attribute__((always_inline)) void
-load_k_row(const kv_layer *kv, const int kind, int64_t index, int64_t d, float *kout) {
-    int64_t i = 0;
-#ifdef HAVE_AVX2
-    if (kind != KV_F32) {
-        const uint16_t *k = (const uint16_t *)kv->k + index * d;
-        for (; i + 64 <= d; i += 64) {
-            __m128i hk[8];
-            for (int b = 0; b < 8; b++) hk[b] = _mm_loadu_si128((const __m128i *)(k + i + 8 * b));
-            for (int b = 0; b < 8; b++) _mm256_storeu_ps(kout + i + 8 * b, half8_to_float(hk[b], kind));
-        }
-    }
-#endif
-    if (i < d) load_span(kv->k, kind, index * d + i, d - i, kout + i);
-}
-
 static inline void store_row(void *base, int kind, int64_t index, int64_t d, const float *in) {
     if (kind == KV_F32) {
         memcpy((float *)base + index * d, in, (size_t)d * sizeof(float));
@@ -303,29 +286,23 @@ void prefetch_chunk(const attn_args *a, const int64_t *table, int64_t j0, int64_
 }
 
 static inline __attribute__((always_inline)) void
-gather_rows(const kv_layer *kv, const int kind, const int64_t *rows, int64_t nj, const int64_t d, attn_scratch *w,
-            int values) {
-    if (values)
-        for (int64_t j = 0; j < nj; j++) load_kv_row(kv, kind, rows[j], d, w->kbuf + j * d, w->vbuf + j * d);
-    else
-        for (int64_t j = 0; j < nj; j++) load_k_row(kv, kind, rows[j], d, w->kbuf + j * d);
+gather_rows(const kv_layer *kv, const int kind, const int64_t *rows, int64_t nj, const int64_t d, attn_scratch *w) {
+    for (int64_t j = 0; j < nj; j++) load_kv_row(kv, kind, rows[j], d, w->kbuf + j * d, w->vbuf + j * d);
 }
 
-/* kbuf (and vbuf when `values`) rows [0, nj) = the keys (values) of head h_kv at positions
- * j0 + [0, nj), as floats; key rows up to the next multiple of KPAD are zeros (scores run
+/* kbuf and vbuf rows [0, nj) = the keys and values of head h_kv at positions j0 + [0, nj), as floats; key rows up to the next multiple of KPAD are zeros (scores run
  * eight or sixteen keys at a time); w->rows = their cache rows. */
-void gather_chunk(const attn_args *a, const int64_t *table, int64_t j0, int64_t nj, int64_t h_kv, attn_scratch *w,
-                  int values) {
+void gather_chunk(const attn_args *a, const int64_t *table, int64_t j0, int64_t nj, int64_t h_kv, attn_scratch *w) {
     const int64_t d = a->head_dim, *rows = w->rows;
     chunk_rows(table, a->meta->block_size, a->num_kv_heads, h_kv, j0, nj, w->rows);
     const int kind = a->kv->kind;
-    if (kind == KV_F16 && d == 64) gather_rows(a->kv, KV_F16, rows, nj, 64, w, values); /* constants: loops unrolled */
-    else if (kind == KV_F16 && d == 128) gather_rows(a->kv, KV_F16, rows, nj, 128, w, values);
-    else if (kind == KV_BF16 && d == 64) gather_rows(a->kv, KV_BF16, rows, nj, 64, w, values);
-    else if (kind == KV_BF16 && d == 128) gather_rows(a->kv, KV_BF16, rows, nj, 128, w, values);
-    else if (kind == KV_F16) gather_rows(a->kv, KV_F16, rows, nj, d, w, values);
-    else if (kind == KV_BF16) gather_rows(a->kv, KV_BF16, rows, nj, d, w, values);
-    else gather_rows(a->kv, KV_F32, rows, nj, d, w, values);
+    if (kind == KV_F16 && d == 64) gather_rows(a->kv, KV_F16, rows, nj, 64, w); /* constants: loops unrolled */
+    else if (kind == KV_F16 && d == 128) gather_rows(a->kv, KV_F16, rows, nj, 128, w);
+    else if (kind == KV_BF16 && d == 64) gather_rows(a->kv, KV_BF16, rows, nj, 64, w);
+    else if (kind == KV_BF16 && d == 128) gather_rows(a->kv, KV_BF16, rows, nj, 128, w);
+    else if (kind == KV_F16) gather_rows(a->kv, KV_F16, rows, nj, d, w);
+    else if (kind == KV_BF16) gather_rows(a->kv, KV_BF16, rows, nj, d, w);
+    else gather_rows(a->kv, KV_F32, rows, nj, d, w);
     for (int64_t j = nj; j % KPAD; j++) memset(w->kbuf + j * d, 0, (size_t)d * sizeof(float));
 }
 
@@ -346,7 +323,7 @@ static void attend_item(const attn_args *a, int64_t r, int64_t h_kv, int64_t t0,
     }
     for (int64_t j0 = first; j0 <= last; j0 += CHUNK) {
         const int64_t nj = last - j0 + 1 < CHUNK ? last - j0 + 1 : CHUNK;
-        gather_chunk(a, table, j0, nj, h_kv, w, 1);
+        gather_chunk(a, table, j0, nj, h_kv, w);
         if (j0 + CHUNK <= last)
             prefetch_chunk(a, table, j0 + CHUNK, last - j0 - CHUNK + 1 < CHUNK ? last - j0 - CHUNK + 1 : CHUNK, h_kv);
         for (int64_t t = 0; t < nt; t++) {

@@ -39,10 +39,9 @@ static inline void chunk_rows(const int64_t *table, int64_t bs, int64_t stride, 
     }
 }
 
-/* w->rows = the chunk's cache rows; w->kbuf (and w->vbuf when `values`) = its keys (values)
- * as floats, key rows up to the next multiple of KPAD zeros. */
-void gather_chunk(const attn_args *a, const int64_t *table, int64_t j0, int64_t nj, int64_t h_kv, attn_scratch *w,
-                  int values);
+/* w->rows = the chunk's cache rows; w->kbuf and w->vbuf = its keys and values as floats, key
+ * rows up to the next multiple of KPAD zeros. */
+void gather_chunk(const attn_args *a, const int64_t *table, int64_t j0, int64_t nj, int64_t h_kv, attn_scratch *w);
 /* Asks for the keys and values of positions j0 + [0, n) of head h_kv ahead of their use. */
 void prefetch_chunk(const attn_args *a, const int64_t *table, int64_t j0, int64_t n, int64_t h_kv);
 
