@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import random
 import statistics
 import sys
@@ -315,6 +316,14 @@ METRICS = [  # (column, function of a Run, higher is better)
 ]
 
 
+def ratio(ours: float, theirs: float) -> str:
+    """ours / theirs to two decimals; n/a where either has no figure (a target whose every turn
+    failed, say llama-server with too short a context per slot) or theirs is zero."""
+    if not (math.isfinite(ours) and math.isfinite(theirs)) or theirs == 0:
+        return "n/a"
+    return f"{ours / theirs:.2f}"
+
+
 def print_tables(targets: list[str], runs: dict[str, list[Run]], modes: dict[str, bool], turns: int) -> None:
     print("| target | messages | prompt tokens turn 1 / last | " + " | ".join(m[0] for m in METRICS)
           + " | turns/s per run | errors |")  # fmt: skip
@@ -340,8 +349,8 @@ def print_tables(targets: list[str], runs: dict[str, list[Run]], modes: dict[str
         print("| ratio | " + " | ".join(m[0].replace(" ms", "") for m in METRICS) + " |")
         print("|---|" + "---:|" * len(METRICS))
         for name in targets[1:]:
-            ratios = [median_of(runs[ours], fn) / median_of(runs[name], fn) for _, fn, _ in METRICS]
-            print(f"| {ours} / {name} | " + " | ".join(f"{x:.2f}" for x in ratios) + " |")
+            ratios = [ratio(median_of(runs[ours], fn), median_of(runs[name], fn)) for _, fn, _ in METRICS]
+            print(f"| {ours} / {name} | " + " | ".join(ratios) + " |")
     for name in targets:
         for t in (t for r in runs[name] for t in r.turns if not t.result.ok):
             print(f"  {name}: agent {t.agent} turn {t.turn + 1}: {t.result.error}")

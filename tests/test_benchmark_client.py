@@ -95,3 +95,26 @@ async def test_a_stream_cut_after_its_response_began_is_not_retried():
         result = await request(serve_mod, url)
     assert connections == ["cut"]
     assert not result.ok and "Payload" in result.error
+
+
+def load_agent_workload():
+    load_serve()  # agent_workload imports serve's client from benchmarks/
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    spec = importlib.util.spec_from_file_location("bench_agents", ROOT / "benchmarks" / "agent_workload.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_agent_tables_survive_a_target_whose_every_turn_failed(capsys):
+    agents = load_agent_workload()
+    ok = agents.RequestResult(True, ttft_s=0.5, num_output_tokens=40, num_prompt_tokens=1500)
+    failed = agents.RequestResult(False, error="HTTP 400: request exceeds the available context size")
+    runs = {"ours": [agents.Run("ours", [agents.Turn(0, 0, ok), agents.Turn(0, 1, ok)], 2.0)],
+            "llama.cpp": [agents.Run("llama.cpp", [agents.Turn(0, 0, failed), agents.Turn(0, 1, failed)], 2.0)]}
+    agents.print_tables(["ours", "llama.cpp"], runs, {"ours": True, "llama.cpp": False}, 2)
+    out = capsys.readouterr().out
+    assert "| ours / llama.cpp | n/a | n/a | n/a | n/a | n/a | n/a |" in out
+    assert "llama.cpp: agent 0 turn 1: HTTP 400" in out
+    assert agents.ratio(1.0, 2.0) == "0.50"
