@@ -290,8 +290,9 @@ gather_rows(const kv_layer *kv, const int kind, const int64_t *rows, int64_t nj,
     for (int64_t j = 0; j < nj; j++) load_kv_row(kv, kind, rows[j], d, w->kbuf + j * d, w->vbuf + j * d);
 }
 
-/* kbuf and vbuf rows [0, nj) = the keys and values of head h_kv at positions j0 + [0, nj), as floats; key rows up to the next multiple of KPAD are zeros (scores run
- * eight or sixteen keys at a time); w->rows = their cache rows. */
+/* kbuf and vbuf rows [0, nj) = the keys and values of head h_kv at positions j0 + [0, nj), as
+ * floats; key rows up to the next multiple of KPAD are zeros (scores run eight or sixteen keys at
+ * a time); w->rows = their cache rows. */
 void gather_chunk(const attn_args *a, const int64_t *table, int64_t j0, int64_t nj, int64_t h_kv, attn_scratch *w) {
     const int64_t d = a->head_dim, *rows = w->rows;
     chunk_rows(table, a->meta->block_size, a->num_kv_heads, h_kv, j0, nj, w->rows);

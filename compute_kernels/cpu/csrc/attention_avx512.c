@@ -6,8 +6,8 @@
  * head_dim <= 64, else 2) take their online-softmax update and their P.V sums together, so
  * one load of a value vector serves every row of the block. When the whole tile is one block
  * (a decode step's GQA group), keys and values are read straight from the cache and converted
- * in registers: no chunk buffer to write and read back (decode attention 1.06-1.19x faster on
- * the 2-vCPU Zen5, same results bit for bit).
+ * in registers: no chunk buffer to write and read back (decode attention 1.07-1.11x faster on
+ * the 2-vCPU Zen 5, the same results bit for bit).
  * A key's score and a row's sums take the same vector path wherever the key sits in its chunk
  * and whichever block the row is in, so a token's result does not depend on its batch.
  */
@@ -19,7 +19,7 @@
 
 #ifdef HAVE_AVX512
 
-/* Sixteen elements of a value row as floats: element kind KV_* (the float buffer is KV_F32). */
+/* Sixteen elements of a key or value row as floats: element kind KV_* (the float buffer is KV_F32). */
 static inline __attribute__((always_inline)) __m512 load16(const void *base, int64_t off, const int kind) {
     if (kind == KV_BF16) {
         const __m256i h = _mm256_loadu_si256((const __m256i *)((const uint16_t *)base + off));
