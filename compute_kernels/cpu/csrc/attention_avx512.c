@@ -34,8 +34,9 @@ static inline __attribute__((always_inline)) __m512 load16(const void *base, int
  * decode step), lane t holding key t: one FMA chain per key over D, then a fixed tree (pairs
  * within 128-bit lanes, then across them) that every lane goes through alike, so a score does
  * not depend on its key's lane nor on where the key was read from. */
-static inline __attribute__((always_inline)) __m512 scores16(const float *q, const void *kbase, const int64_t *krows,
-                                                             const int D, __m512 scale, const int kind, const int buffer) {
+static inline __attribute__((always_inline)) __m512
+scores16(const float *q, const void *kbase, const int64_t *krows, const int D, __m512 scale, const int kind,
+         const int buffer) {
     __m512 a[16];
     for (int t = 0; t < 16; t++) a[t] = _mm512_setzero_ps();
     for (int i = 0; i < D; i += 16) {
@@ -64,9 +65,8 @@ static inline __attribute__((always_inline)) void
 row_scores_d(const float *q, const void *kbase, const int64_t *krows, __m512 scale, __mmask16 k0, __mmask16 k1,
              __m512 *s0, __m512 *s1, const int D, const int kind, const int buffer) {
     *s0 = k0 ? scores16(q, kbase, krows, D, scale, kind, buffer) : _mm512_setzero_ps();
-    *s1 = k1 ? scores16(q, buffer ? (const void *)((const float *)kbase + 16 * D) : kbase, buffer ? NULL : krows + 16, D,
-                        scale, kind, buffer)
-             : _mm512_setzero_ps();
+    const void *kbase1 = buffer ? (const void *)((const float *)kbase + 16 * D) : kbase;
+    *s1 = k1 ? scores16(q, kbase1, buffer ? NULL : krows + 16, D, scale, kind, buffer) : _mm512_setzero_ps();
 }
 
 #define ROW_SCORES(D, KIND, BUF) row_scores_d(q, kbase, krows, scale, k0, k1, s0, s1, D, KIND, BUF)
@@ -195,7 +195,8 @@ static void block_chunk(const attn_args *a, const float *q0, int64_t pos0, int64
         k[i][0] = (__mmask16)vis, k[i][1] = (__mmask16)(vis >> 16);
         if (direct) row_scores(q0 + t * a->ldq + g * d, a->kv->k, w->rows, d, a->kv->kind, scale, k[i][0], k[i][1],
                                &sc[i][0], &sc[i][1]);
-        else row_scores(q0 + t * a->ldq + g * d, w->kbuf, NULL, d, KV_F32, scale, k[i][0], k[i][1], &sc[i][0], &sc[i][1]);
+        else row_scores(q0 + t * a->ldq + g * d, w->kbuf, NULL, d, KV_F32, scale, k[i][0], k[i][1], &sc[i][0],
+                        &sc[i][1]);
         if (vis) {
             blo = jlo < blo ? jlo : blo;
             bhi = jhi > bhi ? jhi : bhi;
