@@ -186,6 +186,10 @@ static void block_chunk(const attn_args *a, const float *q0, int64_t pos0, int64
     __m512 sc[RBLOCK][2];
     __mmask16 k[RBLOCK][2];
     int64_t blo = CHUNK, bhi = 0;
+    /* keys and values: in place in the cache (a decode tile), or the chunk's float buffers */
+    const void *kbase = direct ? a->kv->k : (const void *)w->kbuf, *vbase = direct ? a->kv->v : (const void *)w->vbuf;
+    const int64_t *krows = direct ? w->rows : NULL, *vrows = direct ? w->rows : buffer_rows;
+    const int kind = direct ? a->kv->kind : KV_F32;
     for (int i = 0; i < nb; i++) {
         const int64_t row = b0 + i, t = row / group, g = row % group;
         const int64_t pos_t = pos0 + t, lo = win > 0 ? pos_t - win + 1 : 0;
@@ -193,10 +197,7 @@ static void block_chunk(const attn_args *a, const float *q0, int64_t pos0, int64
         const int64_t jlo = lo > j0 ? lo - j0 : 0, jhi = pos_t - j0 + 1 < nj ? pos_t - j0 + 1 : nj;
         const uint32_t vis = jhi > jlo ? (uint32_t)(((1ull << jhi) - 1) & ~((1ull << jlo) - 1)) : 0;
         k[i][0] = (__mmask16)vis, k[i][1] = (__mmask16)(vis >> 16);
-        if (direct) row_scores(q0 + t * a->ldq + g * d, a->kv->k, w->rows, d, a->kv->kind, scale, k[i][0], k[i][1],
-                               &sc[i][0], &sc[i][1]);
-        else row_scores(q0 + t * a->ldq + g * d, w->kbuf, NULL, d, KV_F32, scale, k[i][0], k[i][1], &sc[i][0],
-                        &sc[i][1]);
+        row_scores(q0 + t * a->ldq + g * d, kbase, krows, d, kind, scale, k[i][0], k[i][1], &sc[i][0], &sc[i][1]);
         if (vis) {
             blo = jlo < blo ? jlo : blo;
             bhi = jhi > bhi ? jhi : bhi;
@@ -204,8 +205,7 @@ static void block_chunk(const attn_args *a, const float *q0, int64_t pos0, int64
     }
     softmax_block(sc, k, nb, w->m + b0, w->l + b0, w->p, w->corr);
     if (bhi <= blo) return;
-    if (direct) values_block(w->acc + b0 * d, d, w->corr, w->p, nb, a->kv->v, w->rows, blo, bhi, a->kv->kind);
-    else values_block(w->acc + b0 * d, d, w->corr, w->p, nb, w->vbuf, buffer_rows, blo, bhi, KV_F32);
+    values_block(w->acc + b0 * d, d, w->corr, w->p, nb, vbase, vrows, blo, bhi, kind);
 }
 
 static void attend_head(const attn_args *a, int64_t r, int64_t h_kv, int64_t t0, int64_t nt, attn_scratch *w) {
@@ -214,7 +214,7 @@ static void attend_head(const attn_args *a, int64_t r, int64_t h_kv, int64_t t0,
     const int64_t q_start = mt->query_start[r], q_len = mt->query_start[r + 1] - q_start;
     const int64_t ctx = mt->seq_lens[r] - q_len, pos0 = ctx + t0; /* position of the tile's first token */
     const int64_t last = pos0 + nt - 1, win = mt->sliding_window;
-    const int rb = d <= 64 ? RBLOCK : 2, direct = nrow <= rb; /* one block: values read in place */
+    const int rb = d <= 64 ? RBLOCK : 2, direct = nrow <= rb; /* one block: keys and values read in place */
     /* chunks start at multiples of CHUNK whatever the tile (batch invariance) */
     const int64_t first = (win > 0 && pos0 - win + 1 > 0 ? pos0 - win + 1 : 0) / CHUNK * CHUNK;
     const int64_t *table = mt->block_tables + r * mt->max_blocks;
