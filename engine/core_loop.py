@@ -12,8 +12,11 @@ import signal
 import socket
 import threading
 
+import msgspec
+
 from engine.config import EngineConfig
 from engine.core import EngineCore
+from engine.heap import freeze_startup_heap
 from engine.profiling import CoreProfiler
 from engine.wire import BlockingConnection
 from schemas.engine import (
@@ -51,15 +54,20 @@ def _beat(conn: BlockingConnection, stop: threading.Event) -> None:
             return
 
 
-def serve_core(config: EngineConfig, sock: socket.socket) -> None:
-    """Loads the model, announces it, then serves until the client says stop or goes away."""
+def serve_core(config: EngineConfig, sock: socket.socket, freeze_heap: bool = False) -> None:
+    """Loads the model, announces it, then serves until the client says stop or goes away.
+    `freeze_heap` (a core process of its own) keeps the loaded heap out of full GC passes
+    (engine/heap.py) and says so in the summary the client logs."""
     conn = BlockingConnection(sock)
     try:
         core = EngineCore(config)
     except Exception as exc:  # report any load failure to the client instead of dying silently
         conn.send(CoreFailed(message=str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"))
         return
-    conn.send(CoreReady(core.info))
+    info = core.info
+    if freeze_heap:
+        info = msgspec.structs.replace(info, summary=f"{info.summary}; {freeze_startup_heap()}")
+    conn.send(CoreReady(info))
     inbox: queue.Queue = queue.Queue()
     threading.Thread(target=_reader, args=(conn, inbox), daemon=True, name="core-reader").start()
     stop_beating = threading.Event()
@@ -125,4 +133,4 @@ def run_core_process(config: EngineConfig, socket_path: str) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.connect(socket_path)
-    serve_core(config, sock)
+    serve_core(config, sock, freeze_heap=True)

@@ -177,6 +177,7 @@ def _settings(args: argparse.Namespace) -> tuple[GatewaySettings, TlsSettings]:
 
 
 def serve(args: argparse.Namespace) -> int:
+    from engine.heap import freeze_startup_heap
     from gateway.app import create_app
 
     try:
@@ -192,6 +193,7 @@ def serve(args: argparse.Namespace) -> int:
     def on_ready(services: Services) -> None:
         info = services.pool.model_info
         print(f"Engine: {info.summary}", flush=True)
+        print(f"Gateway: {freeze_startup_heap()}", flush=True)
         embedding = f", embeddings by {services.embedder.info.name}" if services.embedder is not None else ""
         print(f"Serving model {services.model_name} (max_model_len {info.max_model_len}, "
               f"{services.pool.size} engine core(s){embedding}) at {scheme}://{args.host}:{args.port}/v1", flush=True)

@@ -35,6 +35,7 @@ async def test_in_process_stream_equals_offline(tiny_llama_dir):
     expected = offline.generate(prompts, GREEDY)
     llm = await AsyncLLM.start(config, in_process=True)
     try:
+        assert "full GC passes" not in llm.model_info.summary  # a core on a thread leaves its host's heap alone
         results = await asyncio.gather(*(collect(llm, f"r{i}", p, GREEDY) for i, p in enumerate(prompts)))
         for (text, ids, last), exp in zip(results, expected):
             assert ids == exp.token_ids and text == exp.text
@@ -66,6 +67,7 @@ async def test_core_process_serves_and_its_death_is_reported(tiny_llama_dir):
     llm = await AsyncLLM.start(config)
     try:
         assert llm.client.process is not None and llm.is_alive
+        assert "startup objects kept out of full GC passes" in llm.model_info.summary  # engine/heap.py
         _, ids, _ = await collect(llm, "a", [5, 6, 7], GREEDY)
         assert len(ids) == 16
         gen = llm.generate("b", [5, 6, 7], SamplingParams(max_tokens=200, temperature=0, ignore_eos=True))
