@@ -66,10 +66,11 @@ def instrument(llm: LLM) -> PhaseTimer:
     return timer
 
 
-def add_requests(llm: LLM, num: int, context: int, tag: str, steps: int) -> list[str]:
+def add_requests(llm: LLM, num: int, context: int, tag: str, steps: int, salt: int = 0) -> list[str]:
+    """`num` requests of `context` prompt tokens; prompts of another `salt` share no prefix with these."""
     ids = [f"{tag}{i}" for i in range(num)]
     for i, request_id in enumerate(ids):
-        prompt = [(7 * i + 13 * j) % 10_000 + 100 for j in range(context)]  # distinct, no shared prefix
+        prompt = [(7 * i + 13 * j + salt) % 10_000 + 100 for j in range(context)]  # distinct, no shared prefix
         params = SamplingParams(max_tokens=steps + 8, temperature=0.0, ignore_eos=True)
         llm.core.add_request(EngineRequest(request_id=request_id, prompt_token_ids=prompt, params=params))
     return ids
@@ -124,7 +125,8 @@ def main() -> None:
         rows.append((f"decode x{size}", timed_steps(llm, timer, args.steps), size))
         llm.core.abort(ids)
         llm.core.step()
-    ids = add_requests(llm, 1, args.prefill, "prefill-", 1)
+    # a prompt no earlier request began with: the first decode batch's would be served from the prefix cache
+    ids = add_requests(llm, 1, args.prefill, "prefill-", 1, salt=5_003)
     rows.append((f"prefill {args.prefill}", timed_steps(llm, timer, 1), 1))
     llm.core.abort(ids)
     print(f"\nms per step (median of {args.steps} decode steps; one prefill step), context {args.context} tokens")
