@@ -52,11 +52,21 @@ UTF8_BUDGET_S = 0.0003
 # its compile returned, a state at a time (grammar/precompute_worker.py: the budget in its CPU time).
 PRECOMPUTE_STATES = 1000
 PRECOMPUTE_BUDGET_S = 0.002
-# A cached compile makes the masks nearest the start on its own thread for about this long before it
-# returns (`precompute_now`), the rest on the worker: a request's first steps, or fills right after
-# the compile, then find them made. On the dev schemas back to back (benchmarks/grammar.py, idle):
-# none, compile p50 0.76 ms and mask p50 / p99 7.4 / 127 us; 0.3 ms, 1.16 ms and 6.0 / 95;
-# 0.6 ms, 1.47 ms and 2.4 / 91 (the fills' most common states are among the first made).
+# A cached compile makes the masks of its first FIRST_MASKS_STATES states (the likely document's,
+# then outward from the start) on its own thread before it returns (`precompute_now`), the rest on
+# the worker: a request's first steps, or fills right after the compile, then find them made. On the
+# dev schemas back to back (benchmarks/grammar.py, idle): none, compile p50 0.76 ms and mask p50 /
+# p99 7.4 / 127 us; 0.3 ms, 1.16 ms and 6.0 / 95; 0.6 ms, 1.47 ms and 2.4 / 91 (before the likely
+# document led). Counted in states, not time (issue 39): the share of a document's fills that find
+# their mask made follows the states made, and the time a state takes follows the machine; with
+# 0.6 ms of time the states made ran from ~50 (quick spells: more than the hits need, compile p50
+# 0.35-0.45 ms longer) down to ~30 (slow ones: hits 53 %, the p50 fill on the edge between a hit
+# and a walk). Alternating per schema in one process (400 dev schemas, SmolLM2, an ad-hoc script),
+# 0.6 ms against 24 states: hits 61.4 -> 54.9 % and compile p50 1.98 -> 1.63 ms (seed 11 flexible),
+# 63.6 -> 57.9 % and 1.95 -> 1.55 ms (seed 7 flexible), 60.9 -> 54.9 % and 1.92 -> 1.56 ms (seed 11
+# compact); fill p99 the same (16 states: 51.4 % on seed 11 flexible, too near the edge).
+# FIRST_MASKS_BUDGET_S caps the time (a grammar whose states' walks are slow).
+FIRST_MASKS_STATES = 24
 FIRST_MASKS_BUDGET_S = 0.0006
 
 
@@ -116,12 +126,13 @@ class CompiledGrammar:
             self.end_precompute()
             return False
 
-    def precompute_now(self, budget_s: float) -> None:
-        """Make masks ahead of use on this thread for about `budget_s` (a cached compile's first
-        share: see FIRST_MASKS_BUDGET_S); the worker's steps go on from where this stopped."""
+    def precompute_now(self, max_states: int, budget_s: float) -> None:
+        """Make masks ahead of use on this thread until `max_states` states are walked or about
+        `budget_s` passed (a cached compile's first share: see FIRST_MASKS_STATES); the worker's
+        steps go on from where this stopped."""
         with self.lock:
             if self._frontier is not None:
-                self._frontier.run(PRECOMPUTE_STATES, budget_s)
+                self._frontier.run(min(max_states, PRECOMPUTE_STATES), budget_s)
 
     def end_precompute(self) -> None:
         """No more masks ahead of use (the budget is spent); sets `precompute_done`."""

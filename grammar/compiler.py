@@ -17,7 +17,7 @@ from grammar.automaton import dfa_ref, nfa_ref
 from grammar.automaton.dfa import DEFAULT_BUILDER
 from grammar.automaton.nfa import DEFAULT_NFA_WALK
 from grammar.bitmask import BitmaskViews
-from grammar.compiled import FIRST_MASKS_BUDGET_S, CompiledGrammar
+from grammar.compiled import FIRST_MASKS_BUDGET_S, FIRST_MASKS_STATES, CompiledGrammar
 from grammar.errors import GrammarError
 from grammar.frontends.gbnf import gbnf_to_grammar
 from grammar.frontends.json_lenient import MAX_WIDENINGS, widen
@@ -46,7 +46,7 @@ class Compiler:
     the module's `compile_*` functions use); tests also make one with other implementations of
     the walk and the row builder (the C ones or their references: `walk`, `builder`). Safe to
     share between threads. A cached compile returns once the masks nearest its start are made
-    (for about FIRST_MASKS_BUDGET_S, grammar/compiled.py); the other masks made ahead of use
+    (FIRST_MASKS_STATES states, grammar/compiled.py); the other masks made ahead of use
     follow on the compiler's `PrecomputeWorker` thread (grammar/precompute_worker.py);
     with `deferred=False` they are made before it returns (as before: compile + first mask ~2 ms
     longer, but masks filled right after the compile find them made).
@@ -79,7 +79,7 @@ class Compiler:
                 # outside the lock: compiles of other grammars go on
                 compiled = self.compile(build(), deferred=self.deferred)
                 if self.deferred:
-                    compiled.precompute_now(FIRST_MASKS_BUDGET_S)  # the masks nearest the start
+                    compiled.precompute_now(FIRST_MASKS_STATES, FIRST_MASKS_BUDGET_S)  # the masks nearest the start
         except RecursionError:
             raise GrammarError("grammar nested too deeply to compile") from None
         if compiled.allows_nothing(compiled.initial):  # its matcher would allow no token at all
