@@ -91,25 +91,62 @@ static int add_eps(Emitter *e, Py_ssize_t s, Py_ssize_t t) {
     return log_push(&e->eps, x, 2);
 }
 
-/* byte edges (lo, hi, t) from s for each (lo, hi) of `ranges` (a tuple of pairs). */
-static int emit_bytes(Emitter *e, PyObject *ranges, Py_ssize_t s, Py_ssize_t t) {
-    if (!PyTuple_Check(ranges)) {
-        PyErr_SetString(PyExc_TypeError, "Bytes.ranges must be a tuple");
+/* The (lo, hi) pair i of `ranges` (a tuple of pairs), checked. */
+static int range_at(PyObject *ranges, Py_ssize_t i, int32_t *lo_out, int32_t *hi_out) {
+    PyObject *pair = PyTuple_GET_ITEM(ranges, i);
+    if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+        PyErr_SetString(PyExc_TypeError, "Bytes.ranges must hold (lo, hi) pairs");
         return -1;
     }
+    long lo = PyLong_AsLong(PyTuple_GET_ITEM(pair, 0)), hi = PyLong_AsLong(PyTuple_GET_ITEM(pair, 1));
+    if (PyErr_Occurred()) return -1;
+    if (lo < INT32_MIN || lo > INT32_MAX || hi < INT32_MIN || hi > INT32_MAX) {  /* (ranges: the DFA builder checks) */
+        PyErr_SetString(PyExc_ValueError, "byte edge range");
+        return -1;
+    }
+    *lo_out = (int32_t)lo;
+    *hi_out = (int32_t)hi;
+    return 0;
+}
+
+static PyObject *ranges_of(PyObject *node) {
+    PyObject *ranges = PyObject_GetAttr(node, S_RANGES);
+    if (ranges != NULL && !PyTuple_Check(ranges)) {
+        Py_DECREF(ranges);
+        PyErr_SetString(PyExc_TypeError, "Bytes.ranges must be a tuple");
+        return NULL;
+    }
+    return ranges;
+}
+
+/* byte edges (lo, hi, t) from s for each (lo, hi) of `ranges` (a tuple of pairs). */
+static int emit_bytes(Emitter *e, PyObject *ranges, Py_ssize_t s, Py_ssize_t t) {
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(ranges); i++) {
-        PyObject *pair = PyTuple_GET_ITEM(ranges, i);
-        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
-            PyErr_SetString(PyExc_TypeError, "Bytes.ranges must hold (lo, hi) pairs");
-            return -1;
-        }
-        long lo = PyLong_AsLong(PyTuple_GET_ITEM(pair, 0)), hi = PyLong_AsLong(PyTuple_GET_ITEM(pair, 1));
-        if (PyErr_Occurred()) return -1;
-        if (lo < INT32_MIN || lo > INT32_MAX || hi < INT32_MIN || hi > INT32_MAX) {  /* (ranges: the DFA builder checks) */
-            PyErr_SetString(PyExc_ValueError, "byte edge range");
-            return -1;
-        }
-        int32_t x[4] = {(int32_t)s, (int32_t)lo, (int32_t)hi, (int32_t)t};
+        int32_t x[4] = {(int32_t)s, 0, 0, (int32_t)t};
+        if (range_at(ranges, i, &x[1], &x[2]) < 0 || log_push(&e->edges, x, 4) < 0) return -1;
+    }
+    return 0;
+}
+
+/* A repeat's Bytes item (a flexible gap's `[ \t\n]`, a string's character class) is read once for
+ * all its copies: its ranges as (lo, hi) pairs in `out`; their count, or -1 (an error set). */
+#define ITEM_RANGES 16
+static Py_ssize_t item_ranges(PyObject *item, int32_t *out) {
+    PyObject *ranges = ranges_of(item);
+    if (ranges == NULL) return -1;
+    Py_ssize_t n = PyTuple_GET_SIZE(ranges);
+    for (Py_ssize_t i = 0; i < n && i < ITEM_RANGES; i++)
+        if (range_at(ranges, i, &out[2 * i], &out[2 * i + 1]) < 0) { n = -1; break; }
+    Py_DECREF(ranges);
+    return n;
+}
+
+/* A copy of a repeat's item from s to t: its byte edges from `r` when item_ranges read them
+ * (n ranges, at most ITEM_RANGES), else the item's own emit. */
+static int emit_copy(Emitter *e, PyObject *item, const int32_t *r, Py_ssize_t n, Py_ssize_t s, Py_ssize_t t) {
+    if (n < 0 || n > ITEM_RANGES) return emit(e, item, s, t);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int32_t x[4] = {(int32_t)s, r[2 * i], r[2 * i + 1], (int32_t)t};
         if (log_push(&e->edges, x, 4) < 0) return -1;
     }
     return 0;
@@ -189,19 +226,22 @@ static int emit_repeat(Emitter *e, PyObject *node, Py_ssize_t s, Py_ssize_t t) {
     }
     int rc = 0;
     Py_ssize_t cur = s, nxt = s;
+    int32_t r[2 * ITEM_RANGES];
+    Py_ssize_t nr = -1;  /* a Bytes item's ranges, read once (its copies were a flexible NFA's most nodes) */
+    if (Py_TYPE(item) == T_BYTES && (unbounded ? lo : hi) > 1 && (nr = item_ranges(item, r)) < 0) rc = -1;
     for (long i = 0; i < lo && rc == 0; i++) {
         if ((nxt = new_state(e)) < 0) rc = -1;
-        else rc = emit(e, item, cur, nxt);
+        else rc = emit_copy(e, item, r, nr, cur, nxt);
         cur = nxt;
     }
     if (rc == 0 && unbounded) {
         Py_ssize_t loop = new_state(e);
-        rc = loop < 0 || add_eps(e, cur, loop) < 0 || emit(e, item, loop, loop) < 0
+        rc = loop < 0 || add_eps(e, cur, loop) < 0 || emit_copy(e, item, r, nr, loop, loop) < 0
              || add_eps(e, loop, t) < 0 ? -1 : 0;
     } else if (rc == 0) {
         for (long i = 0; i < hi - lo && rc == 0; i++) {
             if (add_eps(e, cur, t) < 0 || (nxt = new_state(e)) < 0) rc = -1;
-            else rc = emit(e, item, cur, nxt);
+            else rc = emit_copy(e, item, r, nr, cur, nxt);
             cur = nxt;
         }
         if (rc == 0) rc = add_eps(e, cur, t);
@@ -280,7 +320,7 @@ static int emit(Emitter *e, PyObject *node, Py_ssize_t s, Py_ssize_t t) {
     PyTypeObject *kind = Py_TYPE(node);
     int rc;
     if (kind == T_BYTES) {
-        PyObject *ranges = PyObject_GetAttr(node, S_RANGES);
+        PyObject *ranges = ranges_of(node);
         rc = ranges ? emit_bytes(e, ranges, s, t) : -1;
         Py_XDECREF(ranges);
     } else if (kind == T_SEQ) {
