@@ -30,6 +30,13 @@ _MIN_STEPS_SEEN = 8  # steps with decode rows and steps with prompt tokens befor
 # bursts there: TTFT p50 at 16 streams 294 -> 571 ms). docs/kernels-and-cpu-speed.md has the runs.
 QUEUE_PER_DECODE = 4
 
+# With nobody decoding, a step's prompt tokens may cost at most this many seconds (once the costs
+# are learned): a request that arrives meanwhile waits at most about this long for its turn. The
+# whole budget at once (2,048 tokens, 3.5 s on the 2-vCPU Zen 4) held an agent's next turn
+# (120 new tokens) 3.5-4.4 s behind a cold prompt's chunk (benchmarks/agent_workload.py); smaller
+# chunks cost a few ms of step overhead each.
+IDLE_STEP_SECONDS = 0.5
+
 
 class PrefillPacer:
     """Learns a step's costs online; answers the prompt-token budget of the next step."""
@@ -71,6 +78,14 @@ class PrefillPacer:
     @property
     def learned(self) -> bool:
         return self._seen_decode >= _MIN_STEPS_SEEN and self._seen_prefill >= _MIN_STEPS_SEEN
+
+    def idle_budget(self) -> int | None:
+        """Prompt tokens a step may take while nobody decodes: IDLE_STEP_SECONDS of them once
+        learned; None (no limit of the pacer's) before."""
+        a, _, c = self.costs
+        if not self.learned or c <= 0:
+            return None
+        return max(self.min_tokens, int((IDLE_STEP_SECONDS - max(a, 0.0)) / c))
 
     def budget(self, num_decode: int, num_waiting: int = 0) -> int:
         """Prompt tokens the next step may take beside `num_decode` decode rows while `num_waiting`

@@ -1,13 +1,16 @@
 """The scheduler: which requests run how many tokens this step, within the token budget.
 
 Pure Python. Running requests are served first (decodes and unfinished prefill chunks);
-waiting requests are admitted while the budget, `max_num_seqs` and the block pool allow: FCFS,
-or with the pacer the prompt that would finish soonest, aged by its wait (`_admission_order`).
+waiting requests are admitted while the budget, `max_num_seqs` and the block pool allow: FCFS.
+With the pacer (once it has learned the step costs) decodes go first, then prompt tokens go to
+the running prompts and the waiting requests together, the prompt that would finish soonest
+first, aged by its wait (`_prompt_order`).
 While any request is decoding, prompt tokens (chunks and admissions) get what the pacer
 allows (engine/prefill_pacing.py: at most a set multiple of the decode rows' own cost, learned
 from the steps) or, without one, at most `max_prefill_tokens_while_decoding` of a step,
 so that a long prefill never holds every decoding stream for a whole large step; with nobody
-decoding they get the whole budget.
+decoding they get the whole budget, or with the pacer about half a second of it (a request
+arriving meanwhile is not held for a 2,048-token step).
 When blocks run out, the most recently admitted running request is preempted by recompute:
 its blocks are freed and it goes back to the front of the queue.
 A decoding request's draft tokens (speculative decoding) are scheduled after its last known
@@ -27,6 +30,18 @@ from engine.request import Request, Status
 
 
 ADMIT_WINDOW = 64  # waiting requests the admission order looks at (a bounded cost per step)
+# The prompt order (`_prompt_order`): prompts whose remaining prefill lies in the same
+# PROMPT_CLASS_SECONDS slice are served first come, first served; a prompt in a longer slice
+# yields to shorter ones, and its wait counts 1 / PROMPT_AGING against its length, so it is passed
+# over for at most PROMPT_AGING times the difference. Sixteen agents starting at once
+# (benchmarks/agent_workload.py, the 2-vCPU Zen 4): ranked by length less the whole wait, the cold
+# 1,500-token prompts (2.5 s of prefill each) outranked every agent's next turn (120 new tokens)
+# within seconds and the second turns waited 20-36 s for the last of them; with the slices and
+# aging at 30 the agents' TTFT p50 went 2.9 -> 1.6 s, later turns 1.7 -> 1.0 s, at the cost of the
+# cold first turns (p50 22 -> 34 s); benchmarks/serve.py's ~200-token prompts, all in the first
+# slice, keep their arrival order.
+PROMPT_CLASS_SECONDS = 0.5
+PROMPT_AGING = 30.0
 
 
 @dataclass(slots=True)
@@ -130,7 +145,8 @@ class Scheduler:
             return self.max_num_batched_tokens
         num_decoding = sum(r.num_computed_tokens >= r.num_prompt_tokens for r in self.running)
         if not num_decoding:
-            return self.max_num_batched_tokens
+            idle = self.pacer.idle_budget() if self.pacer is not None else None
+            return self.max_num_batched_tokens if idle is None else min(idle, self.max_num_batched_tokens)
         if self.pacer is not None:
             num_waiting = len(self.waiting) + len(self.running) - num_decoding  # no first token yet
             return min(self.pacer.budget(num_decoding, num_waiting), self.max_num_batched_tokens)
@@ -156,35 +172,25 @@ class Scheduler:
         out = SchedulerOutput()
         budget = self.max_num_batched_tokens
         prefill_budget = self._prefill_budget()
+        ranked = self.pacer is not None and self.pacer.learned
         preempted = False
         scheduled: list[tuple[Request, int]] = []
+        held: list[Request] = []  # running requests still in their prompt: served with the waiting ones (ranked)
         for request in list(self.running):
             if request.status is not Status.RUNNING or budget == 0:
                 continue
             prefilling = request.num_computed_tokens < request.num_prompt_tokens
+            if prefilling and ranked:
+                held.append(request)
+                continue
             if prefilling and prefill_budget == 0:
                 continue
-            num_new = self._num_new(request, min(budget, prefill_budget) if prefilling else budget)
-            spec = self._spec_ids(request, num_new, budget)
-            new_ids, spec = self._allocate(request, num_new, spec)
-            while new_ids is None:
-                victim = self.running[-1]
-                self._preempt(victim)
-                preempted = True
-                if victim is request:
-                    break
-                new_ids = self.kv.allocate(request.request_id, request.all_token_ids, request.num_computed_tokens, num_new)
-            if request.status is not Status.RUNNING:
-                continue
-            scheduled.append((request, num_new + len(spec)))
-            if spec:
-                out.spec_token_ids[request.request_id] = spec
-            out.new_block_ids[request.request_id] = new_ids
-            budget -= num_new + len(spec)
-            if prefilling:
-                prefill_budget -= num_new
-        if not preempted:
-            budget = self._admit(out, scheduled, min(budget, prefill_budget))
+            budget, prefill_budget, hit = self._run(out, scheduled, request, prefilling, budget, prefill_budget)
+            preempted |= hit
+        if ranked:
+            budget = self._serve_prompts(out, scheduled, held, budget, prefill_budget, preempted)
+        elif not preempted:
+            budget = self._admit(out, scheduled, list(self.waiting), min(budget, prefill_budget))
         # Requests preempted after being scheduled in this loop must not run.
         for request, num_new in scheduled:
             if request.status is Status.RUNNING:
@@ -198,58 +204,114 @@ class Scheduler:
         out.freed_req_ids, self.freed_req_ids = self.freed_req_ids, []
         return out
 
-    def _admission_order(self) -> list[Request]:
-        """The waiting requests in the order to admit them, worked out once a step. FCFS without a
-        pacer; with one (the CPU default) preempted requests (put back at the front) first, then
-        the first ADMIT_WINDOW by the least (uncached prompt tokens x the learned cost of a prompt
-        token - seconds waited), then the rest: an agent's next turn, its prefix cached, does not
-        wait behind fifteen cold 1,500-token prompts, and a long prompt is passed over for at most
-        about its own prefill time."""
-        order = list(self.waiting)
-        if self.pacer is None or not self.pacer.learned or len(order) < 2:
-            return order
+    def _run(self, out: SchedulerOutput, scheduled: list, request: Request, prefilling: bool, budget: int,
+             prefill_budget: int) -> tuple[int, int, bool]:  # fmt: skip
+        """Schedules a running request's next tokens (a prompt chunk, or a decode and its drafts),
+        preempting the latest admitted requests while the pool is short; (budget, prefill budget,
+        whether it preempted)."""
+        num_new = self._num_new(request, min(budget, prefill_budget) if prefilling else budget)
+        spec = self._spec_ids(request, num_new, budget)
+        new_ids, spec = self._allocate(request, num_new, spec)
+        preempted = False
+        while new_ids is None:
+            victim = self.running[-1]
+            self._preempt(victim)
+            preempted = True
+            if victim is request:
+                break
+            new_ids = self.kv.allocate(request.request_id, request.all_token_ids, request.num_computed_tokens, num_new)
+        if request.status is not Status.RUNNING:
+            return budget, prefill_budget, preempted
+        scheduled.append((request, num_new + len(spec)))
+        if spec:
+            out.spec_token_ids[request.request_id] = spec
+        out.new_block_ids[request.request_id] = new_ids
+        return budget - num_new - len(spec), prefill_budget - num_new if prefilling else prefill_budget, preempted
+
+    def _serve_prompts(self, out: SchedulerOutput, scheduled: list, held: list[Request], budget: int,
+                       prefill_budget: int, preempted: bool) -> int:  # fmt: skip
+        """Gives the step's prompt tokens to the running prompts and the waiting requests together,
+        in `_prompt_order`: a short prompt (an agent's next turn, its prefix cached) does not wait
+        behind a long one already under way. No admission after a preemption."""
+        admitting = not preempted and bool(self.waiting) and len(self.running) < self.max_num_seqs
+        for request in self._prompt_order([r for r in held if r.status is Status.RUNNING], admitting):
+            if budget <= 0 or prefill_budget <= 0:
+                break
+            if request.status is Status.RUNNING:
+                budget, prefill_budget, preempted = self._run(out, scheduled, request, True, budget, prefill_budget)
+                admitting = admitting and not preempted
+            elif admitting and len(self.running) < self.max_num_seqs:
+                taken = self._admit_one(out, scheduled, request, min(budget, prefill_budget))
+                if taken is None:
+                    admitting = False  # the pool is short: nobody else this step
+                else:
+                    budget, prefill_budget = budget - taken, prefill_budget - taken
+        return budget
+
+    def _prompt_order(self, held: list[Request], with_waiting: bool) -> list[Request]:
+        """The order prompt tokens are served in (with the pacer, once learned): preempted requests
+        (put back at the front of the queue) first, then the running prompts and the first
+        ADMIT_WINDOW waiting ones by the least (uncached prompt tokens x the learned cost of a
+        prompt token, rounded down to a PROMPT_CLASS_SECONDS slice, - seconds since arrival /
+        PROMPT_AGING), then by arrival, then the rest of the queue: an agent's next turn, its
+        prefix cached, does not wait behind fifteen cold 1,500-token prompts nor behind the one
+        under way, and a long prompt is passed over for at most about PROMPT_AGING times the
+        difference.
+        The waiting queue is ranked only on a step that can admit (a prefix lookup each)."""
+        order = list(self.waiting) if with_waiting else []
         cost, now = self.pacer.costs[2], time.time()
         resumed = [r for r in order if r.num_preemptions]
-        window = [r for r in order[:ADMIT_WINDOW] if not r.num_preemptions]
+        window = [r for r in order[:ADMIT_WINDOW] if not r.num_preemptions] + held
 
-        def key(request: Request) -> float:
-            uncached = request.num_tokens - self.kv.cached_prefix_len(request.request_id, request.all_token_ids)
-            return uncached * cost - (now - request.arrival_time)
+        def key(request: Request) -> tuple[float, float]:
+            done = (request.num_computed_tokens if request.status is Status.RUNNING
+                    else self.kv.cached_prefix_len(request.request_id, request.all_token_ids))  # fmt: skip
+            remaining = (request.num_tokens - done) * cost // PROMPT_CLASS_SECONDS * PROMPT_CLASS_SECONDS
+            return remaining - (now - request.arrival_time) / PROMPT_AGING, request.arrival_time
 
         window.sort(key=key)
         return resumed + window + [r for r in order[ADMIT_WINDOW:] if not r.num_preemptions]
 
-    def _admit(self, out: SchedulerOutput, scheduled: list, budget: int) -> int:
+    def _admit(self, out: SchedulerOutput, scheduled: list, order: list[Request], budget: int) -> int:
+        """Admits waiting requests in `order` while the budget, `max_num_seqs` and the pool allow."""
         if not self.waiting or budget <= 0 or len(self.running) >= self.max_num_seqs:
-            return budget  # (no order worked out: a full batch would rank the queue every step for nothing)
-        for request in self._admission_order():
+            return budget
+        for request in order:
             if budget <= 0 or len(self.running) >= self.max_num_seqs:
                 break
-            if request.num_computed_tokens == 0 and request.prompt_logprobs is None:  # cached tokens get no logits
-                request.num_computed_tokens = self.kv.find_cached_prefix(request.request_id, request.all_token_ids)
-            num_new = self._num_new(request, budget)
-            new_ids = self.kv.allocate(request.request_id, request.all_token_ids, request.num_computed_tokens, num_new)
-            if new_ids is None:
-                self.kv.free(request.request_id)
-                request.num_computed_tokens = 0
+            taken = self._admit_one(out, scheduled, request, budget)
+            if taken is None:
                 break
-            self.waiting.remove(request)
-            if request.num_cached_tokens < 0:
-                request.num_cached_tokens = request.num_computed_tokens
-            request.status = Status.RUNNING
-            self.running.append(request)
-            scheduled.append((request, num_new))
-            out.new_reqs.append(
-                NewRequestData(
-                    request.request_id,
-                    list(request.all_token_ids),
-                    request.num_prompt_tokens,
-                    list(self.kv.block_ids(request.request_id)),
-                    request.params,
-                )
-            )
-            budget -= num_new
+            budget -= taken
         return budget
+
+    def _admit_one(self, out: SchedulerOutput, scheduled: list, request: Request, budget: int) -> int | None:
+        """Moves one waiting request to running with its first chunk (after its cached prefix);
+        the tokens it takes, or None (nothing changed) when the pool cannot hold the chunk."""
+        if request.num_computed_tokens == 0 and request.prompt_logprobs is None:  # cached tokens get no logits
+            request.num_computed_tokens = self.kv.find_cached_prefix(request.request_id, request.all_token_ids)
+        num_new = self._num_new(request, budget)
+        new_ids = self.kv.allocate(request.request_id, request.all_token_ids, request.num_computed_tokens, num_new)
+        if new_ids is None:
+            self.kv.free(request.request_id)
+            request.num_computed_tokens = 0
+            return None
+        self.waiting.remove(request)
+        if request.num_cached_tokens < 0:
+            request.num_cached_tokens = request.num_computed_tokens
+        request.status = Status.RUNNING
+        self.running.append(request)
+        scheduled.append((request, num_new))
+        out.new_reqs.append(
+            NewRequestData(
+                request.request_id,
+                list(request.all_token_ids),
+                request.num_prompt_tokens,
+                list(self.kv.block_ids(request.request_id)),
+                request.params,
+            )
+        )
+        return num_new
 
     def update(self, out: SchedulerOutput, sampled: dict[str, list[int]]) -> list[Progress]:
         """Absorbs one step's result: advances progress, appends sampled tokens (a verified

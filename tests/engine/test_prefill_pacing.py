@@ -9,9 +9,9 @@ import pytest
 
 from engine import LLM
 from engine.kv_cache import KVCacheManager
-from engine.prefill_pacing import QUEUE_PER_DECODE, PrefillPacer
+from engine.prefill_pacing import IDLE_STEP_SECONDS, QUEUE_PER_DECODE, PrefillPacer
 from engine.request import Request
-from engine.scheduler import Scheduler
+from engine.scheduler import PROMPT_AGING, PROMPT_CLASS_SECONDS, Scheduler
 from schemas.engine import SamplingParams
 from tests.engine.conftest import assert_no_leak
 
@@ -140,30 +140,100 @@ def test_with_the_pacer_the_prompt_that_finishes_first_is_admitted_first_aged_by
         out = s.schedule()
         s.update(out, {rid: 0 for rid in out.req_ids if s.requests[rid].num_computed_tokens + 1 >= s.requests[rid].num_tokens})
     now = time.time()
-    cold = _req("cold", 5000, 300)
+    cold = _req("cold", 5000, 700)  # 0.63 s of prefill: a longer slice than turn2's
     cold.arrival_time = now - 0.01
     turn2 = Request("turn2", list(range(1, 201)) + [7, 8, 9], SamplingParams(max_tokens=8), 8, frozenset({0}))
     turn2.arrival_time = now
     s.add(cold)
     s.add(turn2)
     out = s.schedule()
-    assert out.req_ids[0] == "turn2"  # 3 uncached tokens beat 300, though it came later
+    assert out.req_ids[0] == "turn2"  # 3 uncached tokens beat 700, though it came later
     assert s.requests["turn2"].num_cached_tokens >= 196
-    # a long prompt that has waited longer than its own prefill time goes first
+    # a long prompt that has waited longer than PROMPT_AGING times its own prefill time goes first
     s2 = Scheduler(KVCacheManager(256, 4), 8, 16, 1024, pacer=pacer)
-    old = _req("old", 1, 300)
-    old.arrival_time = now - 300 * pacer.costs[2] - 1.0
+    old = _req("old", 1, 700)
+    old.arrival_time = now - PROMPT_AGING * (700 * pacer.costs[2] + 1.0)
     short = _req("short", 9000, 4)
     short.arrival_time = now
     s2.add(old)
     s2.add(short)
     assert s2.schedule().req_ids[0] == "old"
+    # prompts within one PROMPT_CLASS_SECONDS slice keep their arrival order, the shorter one later
+    s4 = Scheduler(KVCacheManager(256, 4), 8, 16, 1024, pacer=pacer)
+    for rid, first, n, t in (("first", 1, 250, now - 0.5), ("shorter", 9000, 150, now)):
+        r = _req(rid, first, n)
+        r.arrival_time = t
+        s4.add(r)
+    assert (250 - 150) * pacer.costs[2] < PROMPT_CLASS_SECONDS and s4.schedule().req_ids[0] == "first"
     # without the pacer: first come, first served
     s3 = Scheduler(KVCacheManager(256, 4), 8, 16, 1024)
     s3.add(_req("long", 1, 300))
     s3.add(_req("tiny", 9000, 4))
     assert s3.schedule().req_ids[0] == "long"
-    for sched in (s, s2, s3):
+    for sched in (s, s2, s3, s4):
+        for rid in list(sched.requests):
+            sched.finish(sched.requests[rid], "abort")
+        assert sched.kv.num_free_blocks == sched.kv.num_blocks
+
+
+def test_a_short_prompt_goes_before_a_long_one_already_under_way_until_that_one_has_waited():
+    """With the pacer, prompt tokens go to the running prompts and the waiting ones together,
+    the soonest to finish first: an agent's next turn does not wait for a cold prompt's whole
+    prefill, and a running prompt passed over long enough (PROMPT_AGING times its own prefill
+    time) comes first."""
+    pacer = PrefillPacer(stall_ratio=1.0)
+    feed(pacer)
+    kv = KVCacheManager(512, 4)
+    s = Scheduler(kv, 8, 64, 2048, pacer=pacer)
+    now = time.time()
+    cold = _req("cold", 1, 1000)
+    cold.arrival_time = now - 0.01
+    s.add(cold)
+    out = s.schedule()
+    assert out.req_ids == ["cold"] and out.num_scheduled_tokens == [64]  # under way: 936 tokens to go
+    s.update(out, {})
+    turn = _req("turn", 5000, 20)
+    turn.arrival_time = now
+    s.add(turn)
+    out = s.schedule()
+    assert out.req_ids == ["turn", "cold"] and out.num_scheduled_tokens == [20, 44]  # the short one first
+    s.update(out, {"turn": 9})
+    late = _req("late", 6000, 40)
+    late.arrival_time = time.time()
+    cold.arrival_time = time.time() - PROMPT_AGING * (1000 * pacer.costs[2] + 1.0)  # passed over long enough
+    s.add(late)
+    out = s.schedule()
+    assert out.req_ids[:2] == ["turn", "cold"] and "late" not in out.req_ids[:2]  # the decode, then the aged prompt
+    assert s.requests["turn"].num_computed_tokens == 20
+    # without a learned pacer the running prompt keeps its place ahead of any admission
+    s2 = Scheduler(KVCacheManager(512, 4), 8, 64, 2048, pacer=PrefillPacer(stall_ratio=1.0))
+    s2.add(_req("cold", 1, 1000))
+    s2.update(s2.schedule(), {})
+    s2.add(_req("turn", 5000, 20))
+    assert s2.schedule().req_ids == ["cold"]
+    for sched in (s, s2):
+        for rid in list(sched.requests):
+            sched.finish(sched.requests[rid], "abort")
+        assert sched.kv.num_free_blocks == sched.kv.num_blocks
+
+
+def test_with_nobody_decoding_a_step_takes_about_half_a_second_of_prompt_once_learned():
+    """A request arriving while prompts run alone waits for a step of IDLE_STEP_SECONDS, not for
+    the whole 2,048-token budget; before the costs are learned the budget is whole."""
+    pacer = PrefillPacer(stall_ratio=2.0)
+    feed(pacer)
+    idle = pacer.idle_budget()
+    assert idle == pytest.approx((IDLE_STEP_SECONDS - A) / C, abs=3)
+    s = Scheduler(KVCacheManager(1024, 4), 8, 2048, 4096, pacer=pacer)
+    s.add(_req("long", 1, 2000))
+    out = s.schedule()
+    assert out.num_scheduled_tokens == [idle] and cost(0, idle) <= IDLE_STEP_SECONDS * 1.01
+    fresh = PrefillPacer(stall_ratio=2.0)
+    assert fresh.idle_budget() is None
+    s2 = Scheduler(KVCacheManager(1024, 4), 8, 2048, 4096, pacer=fresh)
+    s2.add(_req("long", 1, 2000))
+    assert s2.schedule().num_scheduled_tokens == [2000]
+    for sched in (s, s2):
         for rid in list(sched.requests):
             sched.finish(sched.requests[rid], "abort")
         assert sched.kv.num_free_blocks == sched.kv.num_blocks
