@@ -49,7 +49,7 @@ class Frontier:
         self.pending: list[tuple[int, bool, list[int], int]] = []  # the path's walks: (state, stack, ends, flags)
         # The start, then outward from it; the other rules' starts among the others, each taken
         # among the likely ones when a walk meets a call of it (see `step`). All of them first took
-        # the first steps of a grammar of many rules (about 30 states fit FIRST_MASKS_BUDGET_S) away
+        # the first steps of a grammar of many rules (about 30 states fit the first masks' budget then) away
         # from the document's path: on 400 dev schemas, alternating per schema in one process, the
         # fills right after the compile found 47.8 -> 48.6 % (seed 11) and 52.4 -> 53.0 % (seed 7)
         # of their masks made, at the same budget (flexible whitespace).
