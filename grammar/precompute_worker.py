@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 from collections import deque
 
 from grammar.compiled import PRECOMPUTE_BUDGET_S, CompiledGrammar
@@ -55,7 +56,12 @@ class PrecomputeWorker:
 
     def __init__(self, budget_s: float = WORKER_BUDGET_S) -> None:
         self.budget_s = budget_s
-        self._todo: deque[CompiledGrammar] = deque()
+        # Weak references: a grammar its owners let go of (the compiler's cache, its matchers) is
+        # freed there and then, not held here until a later submit drops it. Held strongly, a
+        # queue kept full by a busy process (MAX_WAITING) freed a grammar 16 compiles old inside
+        # each submit, in the compile's own time (issue 39: the submit's p50 64 -> 12 us, 200 dev
+        # schemas of seed 11, flexible, through benchmarks/grammar.py's steps, an ad-hoc timing).
+        self._todo: deque[weakref.ref[CompiledGrammar]] = deque()
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         self._running = False
@@ -64,9 +70,11 @@ class PrecomputeWorker:
     def submit(self, grammar: CompiledGrammar) -> None:
         """Queue `grammar`'s precompute (its `precompute_done` is set when it is over)."""
         with self._lock:
-            self._todo.append(grammar)
+            self._todo.append(weakref.ref(grammar))
             if len(self._todo) > MAX_WAITING:
-                self._todo.popleft().end_precompute()
+                oldest = self._todo.popleft()()
+                if oldest is not None:
+                    oldest.end_precompute()
             if self._running and self._thread is not None and self._thread.is_alive():  # (not in a forked child)
                 self._wake.notify()
                 return
@@ -75,14 +83,18 @@ class PrecomputeWorker:
             self._thread.start()
 
     def _next(self) -> CompiledGrammar | None:
-        """The newest queued grammar, waiting up to IDLE_EXIT_S; None (the thread ends) after that."""
+        """The newest queued grammar still held elsewhere, waiting up to IDLE_EXIT_S; None (the thread
+        ends) after that."""
         with self._lock:
-            if not self._todo:
-                self._wake.wait(IDLE_EXIT_S)
-            if not self._todo:
-                self._running = False
-                return None
-            return self._todo.pop()
+            while True:
+                if not self._todo:
+                    self._wake.wait(IDLE_EXIT_S)
+                if not self._todo:
+                    self._running = False
+                    return None
+                grammar = self._todo.pop()()
+                if grammar is not None:
+                    return grammar
 
     def _run(self) -> None:
         while (grammar := self._next()) is not None:

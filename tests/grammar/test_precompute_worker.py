@@ -269,6 +269,30 @@ def test_past_max_waiting_the_oldest_waiting_grammar_is_given_up(monkeypatch):
     assert len(worker._todo) == precompute_worker.MAX_WAITING
 
 
+
+def test_a_waiting_grammar_its_owners_let_go_of_is_freed_then_not_in_a_later_submit():
+    """The queue holds weak references: a grammar dropped by its owners (the compiler's cache, its
+    matchers) is freed at once, not kept alive until a later submit pushes it out (which freed it
+    inside that compile: issue 39), and the worker skips it."""
+    import weakref
+
+    compiler = Compiler(byte_vocab())
+    worker = PrecomputeWorker()
+    busy = threading.Event()
+    worker._running, worker._thread = True, threading.Thread(target=busy.wait, daemon=True)  # a thread that takes none
+    worker._thread.start()
+    dropped = _deferred(compiler, compile_schema_to_grammar({"enum": [1]}))
+    kept = _deferred(compiler, compile_schema_to_grammar({"enum": [2]}))
+    worker.submit(kept)
+    worker.submit(dropped)
+    gone = weakref.ref(dropped)
+    del dropped  # (freed by its reference count: no collection needed)
+    assert gone() is None
+    busy.set()
+    worker._running = False
+    assert worker._next() is kept  # (the dead reference, newest, skipped)
+
+
 def test_the_first_masks_follow_the_start_before_other_rules_starts():
     """The frontier walks outward from the start; a rule's start waits until a walk meets a call of
     it (or the likely states run out), so a grammar of many rules does not spend the first masks'
