@@ -898,8 +898,11 @@ static int text_step(Builder *b, int32_t d, int32_t *to) {
     int32_t t = UNKNOWN;
     for (int c = 0; c < 128; c++) {
         if (a->to[0][c] != 0) continue;
-        if (t == UNKNOWN) t = row[c];
-        else if (row[c] != t) { t = DEAD; break; }
+        if (t == UNKNOWN) {
+            t = row[c];
+            if (t < 0) break;  /* a text byte dies: DEAD whatever the others do (most of the states
+                                  close_text asks, whose other text bytes died too, were read to the end) */
+        } else if (row[c] != t) { t = DEAD; break; }
     }
     *to = t < 0 ? DEAD : t;
     return 0;
@@ -1373,9 +1376,13 @@ static PyObject *py_set_slices(Builder *b, PyObject *arg) {
     uint64_t (*canon)[4] = calloc(num ? num : 1, sizeof(*canon));
     if (!canon) { PyBuffer_Release(&v); return PyErr_NoMemory(); }
     const uint8_t *bytes = v.buf;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    memcpy(canon, bytes, (size_t)num * 32);  /* bit c of a set is bit c & 63 of its word c >> 6 as it is */
+#else
     for (int k = 0; k < num; k++)
         for (int c = 0; c < 256; c++)
             if ((bytes[k * 32 + (c >> 3)] >> (c & 7)) & 1) canon[k][c >> 6] |= 1ull << (c & 63);
+#endif
     PyBuffer_Release(&v);
     free(b->canon);
     b->canon = canon;
