@@ -49,14 +49,17 @@ def test_attention_of_a_single_key_is_its_value(cpu_ops):
     assert torch.allclose(out[0, 2:], v_cache[32, 1].expand(2, 8))
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("window", [None, 7])
-def test_a_token_does_not_depend_on_its_step(cpu_ops, window, dtype):
-    """A token's output is bit-equal whether it is a decode, part of a prefill chunk, or batched."""
+@pytest.mark.parametrize("heads,kv_heads", [(4, 2), (9, 3)])
+def test_a_token_does_not_depend_on_its_step(cpu_ops, window, dtype, heads, kv_heads):
+    """A token's output is bit-equal whether it is a decode (its GQA group's rows scored together,
+    each key loaded once), part of a prefill chunk, or batched."""
     torch.manual_seed(3)
-    block_size, k_cache, v_cache = 4, torch.randn(256, 2, 64).to(dtype), torch.randn(256, 2, 64).to(dtype)
+    block_size = 4
+    k_cache, v_cache = torch.randn(256, kv_heads, 64).to(dtype), torch.randn(256, kv_heads, 64).to(dtype)
     table = torch.arange(20).view(1, 20)
-    q = torch.randn(70, 4, 64)
+    q = torch.randn(70, heads, 64)
 
     def run(query_lens, seq_lens, tables, rows):
         starts = [s - ql for ql, s in zip(query_lens, seq_lens)]
