@@ -11,7 +11,7 @@ from grammar.errors import GrammarError
 from grammar.frontends.json_merge import EXCLUDE_STRINGS
 from grammar.frontends.regular import Dfa, counted, intersect, minus, to_dfa, to_node
 from grammar.ir import (NOTHING, EMPTY, Bytes, Grammar, Graph, Node, Ref, Repeat, accepts_empty, alt, byte_set, lit,
-                        merge_ranges, opt, seq, star, subtract_ranges)  # fmt: skip
+                        merge_ranges, opt, renewed, seq, star, subtract_ranges)  # fmt: skip
 from grammar.frontends.json_numbers import number_node
 from grammar.frontends.regex import Ranges, regex_to_node
 from grammar.frontends.unicode import ALL_CHARS, FRAGMENT_CACHE, codepoint_ranges_to_node
@@ -115,6 +115,9 @@ def string_format(schema: dict[str, Any], where: str) -> str | None:
 
 def json_char(ranges: Ranges) -> Node:
     """One string character from `ranges`, as it may be written inside a JSON string."""
+    if len(ranges) == 1:  # (a pattern's literal character: one range is merged as it is)
+        lo, hi = ranges[0]
+        return _json_char(((lo, hi),))
     return _json_char(merge_ranges(ranges))
 
 
@@ -164,7 +167,10 @@ def string_body(schema: dict[str, Any], where: str, char: Node, memo: dict[str, 
             raise GrammarError(f"{where}/pattern: must be a string")
         parts.append(("pattern", regex_to_node(pattern, json_char, f"{where}/pattern", search=True)))
     if fmt is not None:
-        parts.append(("format", regex_to_node(fmt, json_char, f"{where}/format")))
+        try:
+            parts.append(("format", renewed(_format_node(fmt))))
+        except GrammarError as exc:
+            raise GrammarError(f"{where}/format: {exc}") from None
     excluded = schema.get(EXCLUDE_STRINGS, [])
     if min_len == 1 and max_len is None and parts and not accepts_empty(parts[0][1]):
         min_len = 0  # `minLength: 1` beside a pattern that takes no empty string: no intersection to build
@@ -191,6 +197,13 @@ def string_body(schema: dict[str, Any], where: str, char: Node, memo: dict[str, 
     except GrammarError as exc:
         raise GrammarError(f"{where}/{parts[-1][0]}: {exc}") from None
     return to_node(dfa)
+
+
+@lru_cache(maxsize=FRAGMENT_CACHE)
+def _format_node(regex: str) -> Node:
+    """A known format's regex as string content, built once per process (FORMATS holds a few
+    dozen; `date-time`'s took ~0.3 ms a schema: issue 39); callers get it renewed."""
+    return regex_to_node(regex, json_char, "format")
 
 
 def _language(part: Node | tuple[int, int | None]) -> Dfa:

@@ -42,6 +42,7 @@ class RegexParser:
         self.where = where
         self.wide = wide
         self.has_anchors = False
+        self.anchors = 0  # how many `^` and `$` it met (`_end_anchors`: none left inside when its ends took them all)
 
     def error(self, msg: str) -> GrammarError:
         return GrammarError(f"{self.where}: regex {self.p!r}: {msg} at offset {self.i}")
@@ -66,6 +67,7 @@ class RegexParser:
             if c in "^$":
                 self.i += 1
                 self.has_anchors = True
+                self.anchors += 1
                 if c == "$" and self.wide:  # Python's `$` also matches before a final newline
                     items.append(seq(Repeat(self.char_node(((10, 10),)), 0, 1), END))
                 else:
@@ -222,7 +224,7 @@ def regex_to_node(pattern: str, char_node: Callable[[Ranges], Node] = codepoint_
     anchor anywhere else (`^a|b$`, `(^x|y)z`) goes through the marker automaton."""
     parser = RegexParser(pattern, char_node, where, wide)
     node = parser.parse()
-    ends = _end_anchors(node) if parser.has_anchors else (node, False, False)
+    ends = _end_anchors(node, parser.anchors) if parser.has_anchors else (node, False, False)
     anything = Repeat(char_node(ALL_CHARS), 0, None)
     if ends is None and isinstance(node, Alt):
         # `^$|^(...)$`: each alternative anchored at its own ends only, one alternative at a time
@@ -247,9 +249,11 @@ def _anchored(ends: tuple[Node, bool, bool], search: bool, anything: Node) -> No
     return seq(*([] if start_anchor else [anything]), node, *([] if end_anchor else [anything]))
 
 
-def _end_anchors(node: Node) -> tuple[Node, bool, bool] | None:
+def _end_anchors(node: Node, anchors: int | None = None) -> tuple[Node, bool, bool] | None:
     """(the node without them, anchored at the start, at the end) when the only anchors are a
-    leading `^` and a trailing `$` of the whole pattern; None otherwise."""
+    leading `^` and a trailing `$` of the whole pattern; None otherwise. `anchors`: how many the
+    pattern has, if known: when the ends took them all, none is searched for in the rest (a walk
+    of every character class's UTF-8 tree, a quarter of a pattern's compile: issue 39)."""
     items = list(node.items) if isinstance(node, Seq) else [node]
     start = bool(items) and items[0] == START
     if start:
@@ -258,6 +262,8 @@ def _end_anchors(node: Node) -> tuple[Node, bool, bool] | None:
     if end:
         items = items[:-1]
     rest = seq(*items) if items else EMPTY
+    if anchors is not None and anchors == start + end:
+        return rest, start, end
     return None if _has_anchor(rest) else (rest, start, end)
 
 
