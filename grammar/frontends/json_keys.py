@@ -30,7 +30,17 @@ def key_excluding(names: list[str], char: Node, prefix: str = "") -> Node:
                                                       (k, free, _DIVERGING_ASCII[byte_in[k + 1]]), (k, multi, None))]
         done = i + 1
         at = i or start
-        kids = trie.kids(i)
+        kids = children[i]
+        if kids is None:
+            kids = {byte_in[i + 1]: i + 1}
+        if not kids:  # a name's end that no other name goes on from (the common special node)
+            if i not in mid_char:
+                if i not in ends:
+                    edges.append((at, close, quote))
+                if _DIVERGING_NONE is not None:
+                    edges.append((at, free, _DIVERGING_NONE))
+                edges.append((at, multi, None))
+            continue
         for b, child in kids.items():
             edges.append((at, child, _BYTE_NODES[b]))
         if i in mid_char:
@@ -133,6 +143,7 @@ def _diverging(taken: tuple[int, ...]) -> Node | None:
 
 
 _DIVERGING_ASCII = tuple(_diverging((b,)) for b in range(0x80))  # never None: a key's one ASCII next byte
+_DIVERGING_NONE = _diverging(())  # what leaves a node without children: any character
 
 
 def _chars_starting_with(firsts: Ranges) -> Node:
