@@ -45,7 +45,7 @@ class EngineReplicaActor:
 
     def __init__(self, config: EngineConfig) -> None:
         self._ours, theirs = socket.socketpair()
-        self._thread = threading.Thread(target=serve_core, args=(config, theirs, True), daemon=True, name="engine-core")
+        self._thread = threading.Thread(target=serve_core, args=(config, theirs), kwargs={"freeze_heap": True}, daemon=True, name="engine-core")
         self._thread.start()
         self._writer = None
         self._reader = None

@@ -190,7 +190,7 @@ class Scheduler:
         if ranked:
             budget = self._serve_prompts(out, scheduled, held, budget, prefill_budget, preempted)
         elif not preempted:
-            budget = self._admit(out, scheduled, list(self.waiting), min(budget, prefill_budget))
+            budget = self._admit(out, scheduled, min(budget, prefill_budget))
         # Requests preempted after being scheduled in this loop must not run.
         for request, num_new in scheduled:
             if request.status is Status.RUNNING:
@@ -233,6 +233,8 @@ class Scheduler:
         """Gives the step's prompt tokens to the running prompts and the waiting requests together,
         in `_prompt_order`: a short prompt (an agent's next turn, its prefix cached) does not wait
         behind a long one already under way. No admission after a preemption."""
+        if budget <= 0 or prefill_budget <= 0:
+            return budget  # (no order worked out: a prefix lookup per waiting request for nothing)
         admitting = not preempted and bool(self.waiting) and len(self.running) < self.max_num_seqs
         for request in self._prompt_order([r for r in held if r.status is Status.RUNNING], admitting):
             if budget <= 0 or prefill_budget <= 0:
@@ -272,11 +274,12 @@ class Scheduler:
         window.sort(key=key)
         return resumed + window + [r for r in order[ADMIT_WINDOW:] if not r.num_preemptions]
 
-    def _admit(self, out: SchedulerOutput, scheduled: list, order: list[Request], budget: int) -> int:
-        """Admits waiting requests in `order` while the budget, `max_num_seqs` and the pool allow."""
+    def _admit(self, out: SchedulerOutput, scheduled: list, budget: int) -> int:
+        """Admits waiting requests first come, first served while the budget, `max_num_seqs` and
+        the pool allow."""
         if not self.waiting or budget <= 0 or len(self.running) >= self.max_num_seqs:
             return budget
-        for request in order:
+        for request in list(self.waiting):  # (a copy: admitting removes from the queue)
             if budget <= 0 or len(self.running) >= self.max_num_seqs:
                 break
             taken = self._admit_one(out, scheduled, request, budget)

@@ -225,6 +225,9 @@ _SINGLE_BYTES = tuple(Bytes(((b, b),)) for b in range(256))  # immutable: lit's 
 
 def merge_ranges(ranges: list[tuple[int, int]] | tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
     """Sort and merge overlapping or adjacent inclusive ranges."""
+    if len(ranges) == 1:  # (a pattern's literal character, most calls: nothing to sort or merge)
+        ((lo, hi),) = ranges
+        return ((lo, hi),)
     out: list[list[int]] = []
     for lo, hi in sorted(ranges):
         if out and lo <= out[-1][1] + 1:

@@ -30,27 +30,18 @@ def key_excluding(names: list[str], char: Node, prefix: str = "") -> Node:
                                                       (k, free, _DIVERGING_ASCII[byte_in[k + 1]]), (k, multi, None))]
         done = i + 1
         at = i or start
-        kids = children[i]
-        if kids is None:
-            kids = {byte_in[i + 1]: i + 1}
-        if not kids:  # a name's end that no other name goes on from (the common special node)
-            if i not in mid_char:
-                if i not in ends:
-                    edges.append((at, close, quote))
-                if _DIVERGING_NONE is not None:
-                    edges.append((at, free, _DIVERGING_NONE))
-                edges.append((at, multi, None))
-            continue
+        kids = trie.kids(i)
         for b, child in kids.items():
             edges.append((at, child, _BYTE_NODES[b]))
         if i in mid_char:
             continue
         if i not in ends:
             edges.append((at, close, quote))
-        firsts = _diverging(tuple(sorted(kids)))
+        # a name's end that no other name goes on from (the common special node) skips the sort and the cache
+        firsts = _diverging(tuple(sorted(kids))) if kids else _DIVERGING_NONE
         if firsts is not None:
             edges.append((at, free, firsts))
-        if all(b < 0x80 for b in kids):  # any multi-byte character through the shared state
+        if not kids or all(b < 0x80 for b in kids):  # any multi-byte character through the shared state
             edges.append((at, multi, None))
     edges.append((0, start, lit('"' + prefix) if prefix else quote))
     return Graph(len(children) + 4, tuple(edges), (close,))

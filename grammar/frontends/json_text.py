@@ -115,9 +115,6 @@ def string_format(schema: dict[str, Any], where: str) -> str | None:
 
 def json_char(ranges: Ranges) -> Node:
     """One string character from `ranges`, as it may be written inside a JSON string."""
-    if len(ranges) == 1:  # (a pattern's literal character: one range is merged as it is)
-        lo, hi = ranges[0]
-        return _json_char(((lo, hi),))
     return _json_char(merge_ranges(ranges))
 
 

@@ -53,8 +53,8 @@ def test_attention_of_a_single_key_is_its_value(cpu_ops):
 @pytest.mark.parametrize("window", [None, 7])
 @pytest.mark.parametrize("heads,kv_heads", [(4, 2), (9, 3)])
 def test_a_token_does_not_depend_on_its_step(cpu_ops, window, dtype, heads, kv_heads):
-    """A token's output is bit-equal whether it is a decode (its GQA group's rows scored together,
-    each key loaded once), part of a prefill chunk, or batched."""
+    """A token's output is bit-equal whether it is a decode (keys read in place from the cache),
+    part of a prefill chunk, or batched; with the default model's bfloat16 cache and GQA group of 3 too."""
     torch.manual_seed(3)
     block_size = 4
     k_cache, v_cache = torch.randn(256, kv_heads, 64).to(dtype), torch.randn(256, kv_heads, 64).to(dtype)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import weakref
 
 import numpy as np
 import pytest
@@ -269,13 +270,10 @@ def test_past_max_waiting_the_oldest_waiting_grammar_is_given_up(monkeypatch):
     assert len(worker._todo) == precompute_worker.MAX_WAITING
 
 
-
 def test_a_waiting_grammar_its_owners_let_go_of_is_freed_then_not_in_a_later_submit():
     """The queue holds weak references: a grammar dropped by its owners (the compiler's cache, its
     matchers) is freed at once, not kept alive until a later submit pushes it out (which freed it
     inside that compile: issue 39), and the worker skips it."""
-    import weakref
-
     compiler = Compiler(byte_vocab())
     worker = PrecomputeWorker()
     busy = threading.Event()
